@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Starts Ripple's local sandbox: a real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+# a KWOK controller with fake nodes, all from binaries built by build.sh. Writes an admin kubeconfig to
+# $RIPPLE_SANDBOX_DIR/kubeconfig (default .sandbox/kubeconfig) and leaves the processes running;
+# down.sh stops them. Running it again while the sandbox is up only checks that it is healthy.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+bin="${RIPPLE_CONTROL_PLANE_BIN:-$root/.cache/control-plane/bin}"
+dir="${RIPPLE_SANDBOX_DIR:-$root/.sandbox}"
+nodes="${RIPPLE_SANDBOX_NODES:-3}"
+started=$(date +%s)
+say() { printf 'sandbox: %s (%ds)\n' "$*" "$(( $(date +%s) - started ))"; }
+die() { printf 'sandbox: %s\n' "$*" >&2; exit 1; }
+
+kubectl() { "$bin/kubectl" --kubeconfig "$dir/kubeconfig" "$@"; }
+
+if [[ -f "$dir/kubeconfig" && -f "$dir/pids" ]] && kubectl get --raw /readyz >/dev/null 2>&1; then
+  say "already running; kubeconfig at $dir/kubeconfig"
+  exit 0
+fi
+if [[ -f "$dir/pids" ]]; then
+  say "found a stopped or broken sandbox in $dir; cleaning it up first"
+  bash "$here/down.sh" >/dev/null
+fi
+
+bash "$here/build.sh"
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
+  [[ -x "$bin/$b" ]] || die "missing $bin/$b; run infra/local-control-plane/build.sh"
+done
+command -v openssl >/dev/null || die "openssl is required (apt-get install -y openssl)"
+
+mkdir -p "$dir"/{certs,logs,etcd}
+# Free ports, so a sandbox never collides with a user's cluster or another test run.
+read -r p_etcd p_peer p_api p_kcm p_sched p_kwok < <(node -e '
+  const net = require("node:net");
+  const take = () => new Promise((res) => { const s = net.createServer(); s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => res(p)); }); });
+  (async () => { const ps = []; for (let i = 0; i < 6; i++) ps.push(await take()); console.log(ps.join(" ")); })();')
+
+openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
+openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+token="$(openssl rand -hex 24)"
+umask 077
+printf '%s,ripple-admin,ripple-admin,"system:masters"\n' "$token" > "$dir/tokens.csv"
+
+: > "$dir/pids"
+launch() { # name, then the command; each runs in its own session so down.sh can stop its whole group
+  local name="$1"; shift
+  setsid "$@" >"$dir/logs/$name.log" 2>&1 < /dev/null &
+  echo "$name $!" >> "$dir/pids"
+}
+wait_for() { # what, seconds, command...
+  local what="$1" secs="$2"; shift 2
+  for ((i = 0; i < secs * 4; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.25; done
+  die "$what did not become ready within ${secs}s; see $dir/logs/ (then run infra/local-control-plane/down.sh)"
+}
+
+say "starting etcd on 127.0.0.1:$p_etcd"
+launch etcd "$bin/etcd" --name ripple --data-dir "$dir/etcd" \
+  --listen-client-urls "http://127.0.0.1:$p_etcd" --advertise-client-urls "http://127.0.0.1:$p_etcd" \
+  --listen-peer-urls "http://127.0.0.1:$p_peer" --initial-advertise-peer-urls "http://127.0.0.1:$p_peer" \
+  --initial-cluster "ripple=http://127.0.0.1:$p_peer" --unsafe-no-fsync --log-level warn
+wait_for etcd 30 curl -fsS "http://127.0.0.1:$p_etcd/health"
+
+say "starting kube-apiserver on https://127.0.0.1:$p_api"
+launch kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$p_etcd" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$p_api" \
+  --cert-dir "$dir/certs" --token-auth-file "$dir/tokens.csv" --authorization-mode Node,RBAC \
+  --service-account-issuer https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
+  --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true
+cat > "$dir/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: ripple-sandbox
+  cluster:
+    server: https://127.0.0.1:$p_api
+    insecure-skip-tls-verify: true
+users:
+- name: ripple-admin
+  user:
+    token: $token
+contexts:
+- name: ripple-sandbox
+  context: {cluster: ripple-sandbox, user: ripple-admin}
+current-context: ripple-sandbox
+KC
+wait_for kube-apiserver 90 kubectl get --raw /readyz
+
+say "starting kube-controller-manager, kube-scheduler and kwok"
+launch kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
+  --bind-address 127.0.0.1 --secure-port "$p_kcm" --service-account-private-key-file "$dir/sa.key" \
+  --root-ca-file "$dir/certs/apiserver.crt" --authorization-always-allow-paths /healthz,/readyz,/livez,/metrics \
+  --concurrent-gc-syncs 5 --concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10
+launch kube-scheduler "$bin/kube-scheduler" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
+  --bind-address 127.0.0.1 --secure-port "$p_sched" --authorization-always-allow-paths /healthz,/readyz,/livez,/metrics
+launch kwok "$bin/kwok" --kubeconfig "$dir/kubeconfig" --manage-all-nodes=true \
+  --server-address "127.0.0.1:$p_kwok" --node-lease-duration-seconds 40
+
+say "creating $nodes fake nodes"
+for ((n = 0; n < nodes; n++)); do
+  kubectl apply -f - >/dev/null <<NODE
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$n
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels: {kubernetes.io/hostname: kwok-node-$n, kubernetes.io/os: linux, kubernetes.io/arch: amd64, type: kwok}
+status:
+  allocatable: {cpu: "64", memory: 512Gi, pods: "250", nvidia.com/gpu: "8"}
+  capacity: {cpu: "64", memory: 512Gi, pods: "250", nvidia.com/gpu: "8"}
+NODE
+done
+wait_for "the default ServiceAccount" 60 kubectl get serviceaccount default -n default
+wait_for "Ready nodes" 60 bash -c "'$bin/kubectl' --kubeconfig '$dir/kubeconfig' wait --for=condition=Ready node/kwok-node-0 --timeout=1s"
+cat > "$dir/env" <<ENV
+KUBECONFIG=$dir/kubeconfig
+RIPPLE_SANDBOX_ETCD=http://127.0.0.1:$p_etcd
+ENV
+say "ready: kubeconfig at $dir/kubeconfig (kubectl --kubeconfig $dir/kubeconfig get nodes)"

@@ -1,0 +1,73 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+// controller-runtime's bucket layout, so existing dashboards read Ripple's histograms unchanged.
+const WORK_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000];
+const RECONCILE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60];
+
+export type ReconcileResultLabel = 'success' | 'error' | 'requeue_after' | 'skipped';
+
+/**
+ * The work-queue and controller metrics under controller-runtime's names and labels
+ * (`name`/`controller` = the function). One instance per process and registry: no module-level state.
+ */
+export class QueueMetrics {
+  readonly adds: Counter<'name' | 'controller'>;
+  readonly retries: Counter<'name' | 'controller'>;
+  readonly queueDuration: Histogram<'name' | 'controller'>;
+  readonly workDuration: Histogram<'name' | 'controller'>;
+  readonly reconcileTotal: Counter<'controller' | 'result'>;
+  readonly reconcileErrors: Counter<'controller'>;
+  readonly terminalErrors: Counter<'controller'>;
+  readonly reconcileTime: Histogram<'controller'>;
+  readonly activeWorkers: Gauge<'controller'>;
+  readonly maxConcurrent: Gauge<'controller'>;
+  private readonly depthSources = new Map<string, () => Promise<number>>();
+
+  constructor(readonly registry: Registry) {
+    const registers = [registry];
+    const depthSources = this.depthSources;
+    new Gauge({
+      name: 'workqueue_depth',
+      help: 'Current depth of workqueue: keys waiting or delayed',
+      labelNames: ['name', 'controller'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const [name, depth] of depthSources) this.set({ name, controller: name }, await depth());
+      },
+    });
+    this.adds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name', 'controller'], registers });
+    this.retries = new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name', 'controller'], registers });
+    this.queueDuration = new Histogram({
+      name: 'workqueue_queue_duration_seconds',
+      help: 'How long in seconds an item stays in workqueue before being requested',
+      labelNames: ['name', 'controller'],
+      buckets: WORK_BUCKETS,
+      registers,
+    });
+    this.workDuration = new Histogram({
+      name: 'workqueue_work_duration_seconds',
+      help: 'How long in seconds processing an item from workqueue takes',
+      labelNames: ['name', 'controller'],
+      buckets: WORK_BUCKETS,
+      registers,
+    });
+    this.reconcileTotal = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Total number of reconciliations per controller', labelNames: ['controller', 'result'], registers });
+    this.reconcileErrors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Total number of reconciliation errors per controller', labelNames: ['controller'], registers });
+    this.terminalErrors = new Counter({ name: 'controller_runtime_terminal_reconcile_errors_total', help: 'Total number of terminal reconciliation errors per controller', labelNames: ['controller'], registers });
+    this.reconcileTime = new Histogram({
+      name: 'controller_runtime_reconcile_time_seconds',
+      help: 'Length of time per reconciliation per controller',
+      labelNames: ['controller'],
+      buckets: RECONCILE_BUCKETS,
+      registers,
+    });
+    this.activeWorkers = new Gauge({ name: 'controller_runtime_active_workers', help: 'Number of currently used workers per controller', labelNames: ['controller'], registers });
+    this.maxConcurrent = new Gauge({ name: 'controller_runtime_max_concurrent_reconciles', help: 'Maximum number of concurrent reconciles per controller', labelNames: ['controller'], registers });
+  }
+
+  /** Registers how to read a queue's depth when /metrics is scraped. */
+  trackDepth(name: string, depth: () => Promise<number>): void {
+    this.depthSources.set(name, depth);
+  }
+}

@@ -1,0 +1,107 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import type { Logger } from '../runtime/log.js';
+import type { QueueMetrics } from './metrics.js';
+import { queueKeys, type QueueKeys } from './keys.js';
+import { ENQUEUE } from './scripts.js';
+
+/** The payload of every reconcile job. */
+export const reconcileJobSchema = z.object({
+  key: z.string().min(1),
+  /** Why it was enqueued (event type, resync, requeue, retry), for logs and the dashboard. */
+  reason: z.string().default('event'),
+});
+export type ReconcileJob = z.infer<typeof reconcileJobSchema>;
+
+export const RECONCILE_JOB = 'reconcile';
+export const RESYNC_JOB = 'resync';
+
+export type ScheduleAction = 'add' | 'reschedule' | 'coalesced' | 'deferred' | 'none';
+export interface ScheduleResult {
+  action: ScheduleAction;
+  jobId: string;
+  delayMs: number;
+}
+
+export interface WorkQueueOptions {
+  /** Queue name: the function's name. */
+  name: string;
+  connection: Redis;
+  /** Redis key prefix for BullMQ and Ripple's own keys (default `ripple`). */
+  prefix?: string;
+  metrics?: QueueMetrics;
+  log?: Logger;
+}
+
+// Finished jobs stay a while for the dashboard; Ripple's scripts treat finished jobs as absent.
+const JOB_DEFAULTS: JobsOptions = {
+  attempts: 1,
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: { age: 24 * 3600, count: 5000 },
+};
+
+/**
+ * The producer side of a keyed work queue: client-go's Add/AddAfter on top of BullMQ.
+ * Adding a key that is waiting coalesces; adding a key that is being reconciled marks it dirty so it
+ * runs exactly once more afterwards; an earlier request moves a pending delayed job forward.
+ */
+export class WorkQueue {
+  readonly bull: Queue;
+  readonly keys: QueueKeys;
+  readonly name: string;
+
+  constructor(private readonly opts: WorkQueueOptions) {
+    this.name = opts.name;
+    const prefix = opts.prefix ?? 'ripple';
+    this.bull = new Queue(opts.name, { connection: opts.connection, prefix, defaultJobOptions: JOB_DEFAULTS });
+    this.keys = queueKeys(prefix, opts.name);
+    opts.metrics?.trackDepth(opts.name, () => this.depth());
+  }
+
+  /** Requests a reconcile of `key`, now or after `delayMs`. */
+  async add(key: string, delayMs = 0, reason = 'event'): Promise<ScheduleResult> {
+    const k = this.keys;
+    const raw = await this.opts.connection.eval(
+      ENQUEUE,
+      6,
+      k.pending, k.due, k.active, k.dirty, k.failures, k.seq,
+      key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix,
+    );
+    this.opts.metrics?.adds.inc({ name: this.name, controller: this.name });
+    const result = parseSchedule(raw);
+    await this.apply(key, result, reason);
+    return result;
+  }
+
+  /** Carries out what a script decided: adds the new job or moves the pending one earlier. */
+  async apply(key: string, result: ScheduleResult, reason: string): Promise<void> {
+    if (result.action === 'add') {
+      const data: ReconcileJob = { key, reason };
+      await this.bull.add(RECONCILE_JOB, data, { jobId: result.jobId, delay: result.delayMs });
+    } else if (result.action === 'reschedule') {
+      const job = await this.bull.getJob(result.jobId);
+      // The job may have become due (or started) since the script ran; then there is nothing to move.
+      try {
+        if (result.delayMs === 0) await job?.promote();
+        else await job?.changeDelay(result.delayMs);
+      } catch (err) {
+        this.opts.log?.debug({ key, jobId: result.jobId, err: String(err) }, 'pending job no longer delayed');
+      }
+    }
+  }
+
+  /** Keys waiting or delayed (client-go's depth; active keys are not counted). */
+  async depth(): Promise<number> {
+    return this.opts.connection.zcard(this.keys.due);
+  }
+
+  async close(): Promise<void> {
+    await this.bull.close();
+  }
+}
+
+export function parseSchedule(raw: unknown): ScheduleResult {
+  const parsed = z.tuple([z.enum(['add', 'reschedule', 'coalesced', 'deferred', 'none']), z.string(), z.string()]).rest(z.string()).parse(raw);
+  return { action: parsed[0], jobId: parsed[1], delayMs: Number(parsed[2]) };
+}

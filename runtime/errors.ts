@@ -1,0 +1,24 @@
+/**
+ * Typed reconcile errors. The queue decides what to do by class, not by message:
+ * a TerminalError (the spec can never work as written) is reported on status and not retried;
+ * anything else is transient and retried with per-key exponential backoff.
+ */
+export class TerminalError extends Error {
+  override readonly name = 'TerminalError';
+  constructor(
+    message: string,
+    /** CamelCase reason for the status condition, e.g. `InvalidSpec`. */
+    readonly reason = 'InvalidSpec',
+  ) {
+    super(message);
+  }
+}
+
+/** A dependency could not be reached (API server, Prometheus, Redis). Retried; may degrade status after a grace period. */
+export class ConnectivityError extends Error {
+  override readonly name = 'ConnectivityError';
+}
+
+export function isTerminal(err: unknown): err is TerminalError {
+  return err instanceof TerminalError;
+}

@@ -1,0 +1,103 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from './free-port.js';
+
+/** A Redis that Ripple can use, and how to stop it if Ripple started it. */
+export interface RedisServer {
+  url: string;
+  /** Where it came from, for the start-up message. */
+  source: 'REDIS_URL' | 'redis-server' | 'testcontainers';
+  stop(): Promise<void>;
+}
+
+export interface RedisOptions {
+  /** Overrides process.env.REDIS_URL (tests pass what the global setup provided). */
+  url?: string;
+  log?: (line: string) => void;
+}
+
+/**
+ * One helper for the tests and the main command: REDIS_URL when set; otherwise a local
+ * redis-server on a free port (Debian's package, installed by scripts/ensure-deps.sh); otherwise
+ * a testcontainers Redis when a container runtime answers.
+ */
+export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> {
+  const log = opts.log ?? (() => undefined);
+  const given = opts.url ?? process.env.REDIS_URL;
+  if (given) {
+    await waitForPing(given, 5_000);
+    return { url: given, source: 'REDIS_URL', stop: async () => undefined };
+  }
+  if (spawnSync('redis-server', ['--version']).status === 0) return startLocal(log);
+  const container = await startContainer(log);
+  if (container) return container;
+  throw new Error(
+    'No Redis: set REDIS_URL, or install redis-server (apt-get install -y redis-server, or run scripts/ensure-deps.sh), or start a container runtime for testcontainers.',
+  );
+}
+
+async function startLocal(log: (line: string) => void): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), 'ripple-redis-'));
+  // No persistence: this Redis lives only as long as the process that started it.
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: 'ignore', detached: false },
+  );
+  const url = `redis://127.0.0.1:${port}`;
+  log(`redis: started redis-server on ${url}`);
+  try {
+    await waitForPing(url, 10_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    url,
+    source: 'redis-server',
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startContainer(log: (line: string) => void): Promise<RedisServer | undefined> {
+  try {
+    const { getContainerRuntimeClient } = await import('testcontainers');
+    await getContainerRuntimeClient();
+  } catch {
+    return undefined; // no container runtime answered
+  }
+  const { RedisContainer } = await import('@testcontainers/redis');
+  const container = await new RedisContainer('redis:7.4-alpine').start();
+  const url = container.getConnectionUrl();
+  log(`redis: started a testcontainers Redis on ${url}`);
+  return { url, source: 'testcontainers', stop: async () => void (await container.stop()) };
+}
+
+async function waitForPing(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    try {
+      await client.connect();
+      if ((await client.ping()) === 'PONG') return;
+    } catch (err) {
+      last = err;
+    } finally {
+      client.disconnect();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`Redis at ${url} did not answer PING within ${timeoutMs} ms: ${String(last)}`);
+}

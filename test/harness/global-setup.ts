@@ -1,0 +1,48 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { TestProject } from 'vitest/node';
+import { startControlPlane } from '../../sandbox/control-plane.js';
+import { startRedis } from '../../sandbox/redis.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    kubeconfig: string;
+    redisUrl: string;
+  }
+}
+
+/**
+ * Brings up one real control plane and one real Redis for the whole run, or adopts running ones
+ * (RIPPLE_TEST_KUBECONFIG, REDIS_URL), installs Ripple's CRDs, and tears down only what it started.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const log = (line: string) => console.error(line);
+  const controlPlane = await startControlPlane({ kubeconfig: process.env.RIPPLE_TEST_KUBECONFIG, log });
+  const redis = await startRedis({ log });
+  installCrds(controlPlane.kubeconfig);
+  project.provide('kubeconfig', controlPlane.kubeconfig);
+  project.provide('redisUrl', redis.url);
+  return async () => {
+    await redis.stop();
+    await controlPlane.stop();
+  };
+}
+
+function installCrds(kubeconfig: string): void {
+  const dir = path.join(root, 'infra', 'crds');
+  if (!existsSync(dir) || readdirSync(dir).length === 0) return;
+  const kubectl = path.join(root, '.cache', 'control-plane', 'bin', 'kubectl');
+  const args = ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--force-conflicts', '-f', dir];
+  const applied = spawnSync(existsSync(kubectl) ? kubectl : 'kubectl', args, { encoding: 'utf8' });
+  if (applied.status !== 0) throw new Error(`installing CRDs from ${dir} failed: ${applied.stderr}`);
+  const established = spawnSync(
+    existsSync(kubectl) ? kubectl : 'kubectl',
+    ['--kubeconfig', kubeconfig, 'wait', '--for=condition=Established', 'crd', '--all', '--timeout=60s'],
+    { encoding: 'utf8' },
+  );
+  if (established.status !== 0) throw new Error(`CRDs did not become Established: ${established.stderr}`);
+}

@@ -1,0 +1,222 @@
+import type { ChildProcess } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { KeyedWorker } from '../../queue/worker.js';
+import { WorkQueue } from '../../queue/work-queue.js';
+import { upsertResync } from '../../queue/resync.js';
+import { TerminalError } from '../../runtime/errors.js';
+import { createLogger } from '../../runtime/log.js';
+import { startProcess, stopProcess } from '../harness/processes.js';
+import { waitFor } from '../harness/sandbox.js';
+
+// The five workqueue contracts of DESIGN.md, proven against the real Redis the harness started,
+// with real worker processes where the contract is about processes.
+const log = createLogger('queue-test', 'warn');
+let redisUrl: string;
+let redis: Redis;
+const open: Array<{ close(): Promise<void> }> = [];
+const children: ChildProcess[] = [];
+
+beforeAll(() => {
+  redisUrl = inject('redisUrl');
+  redis = new Redis(redisUrl);
+});
+afterEach(async () => {
+  for (const c of children.splice(0)) await stopProcess(c, 'SIGKILL');
+  for (const o of open.splice(0).reverse()) await o.close();
+});
+afterAll(() => redis.disconnect());
+
+function uniquePrefix(label: string): string {
+  return `qt-${label}-${Math.random().toString(36).slice(2, 8)}`;
+}
+function conn(): Redis {
+  const c = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  open.push({ close: async () => void c.disconnect() });
+  return c;
+}
+function makeQueue(prefix: string, name = 'fn'): WorkQueue {
+  const q = new WorkQueue({ name, connection: conn(), prefix });
+  open.push(q);
+  return q;
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('keyed work queue', () => {
+  it('storm: 4 worker processes, 50 keys, 5000 events — no overlap, no lost update, coalesced', async () => {
+    const prefix = uniquePrefix('storm');
+    const queue = makeQueue(prefix, 'storm');
+    const env = { REDIS_URL: redisUrl, PREFIX: prefix, QUEUE: 'storm', WORK_MS: '15', CONCURRENCY: '4' };
+    for (let i = 0; i < 4; i++) children.push(await startProcess('test/fixtures/storm-worker.ts', env));
+
+    const keys = Array.from({ length: 50 }, (_, i) => `ns/obj-${i}`);
+    let sent = 0;
+    while (sent < 5000) {
+      // A burst of up to 200 events on random keys, then a random pause.
+      const burst = Math.min(5000 - sent, 1 + Math.floor(Math.random() * 200));
+      await Promise.all(
+        Array.from({ length: burst }, async () => {
+          const key = keys[Math.floor(Math.random() * keys.length)]!;
+          await redis.incr(`${prefix}:storm:version:${key}`); // the object changes…
+          await queue.add(key); // …and its watch event is enqueued
+        }),
+      );
+      sent += burst;
+      await sleep(Math.floor(Math.random() * 20));
+    }
+
+    // Settled: nothing pending, nothing active, nothing dirty.
+    await waitFor('the queue to drain', 60_000, async () => {
+      const k = queue.keys;
+      const [due, active, dirty] = await Promise.all([redis.zcard(k.due), redis.hlen(k.active), redis.zcard(k.dirty)]);
+      return due + active + dirty === 0;
+    }, 200);
+
+    for (const key of keys) {
+      const version = (await redis.get(`${prefix}:storm:version:${key}`)) ?? '0';
+      const runs = await redis.lrange(`${prefix}:storm:runs:${key}`, 0, -1);
+      if (version === '0') continue;
+      // The last reconcile of every key saw its last event (it started after it): no lost update.
+      expect(runs.at(-1)?.split(':')[0], `last reconcile of ${key}`).toBe(version);
+    }
+    expect(Number(await redis.get(`${prefix}:storm:overlaps`) ?? '0')).toBe(0);
+    const reconciles = Number(await redis.get(`${prefix}:storm:reconciles`));
+    expect(reconciles).toBeGreaterThan(0);
+    expect(reconciles).toBeLessThan(5000 / 2); // coalescing: far fewer reconciles than events
+    // Work really spread over the processes.
+    const pids = new Set<string>();
+    for (const key of keys) for (const run of await redis.lrange(`${prefix}:storm:runs:${key}`, 0, -1)) pids.add(run.split(':')[1]!);
+    expect(pids.size).toBe(4);
+  });
+
+  it('a worker killed with SIGKILL mid-reconcile loses nothing: the key is reconciled again', async () => {
+    const prefix = uniquePrefix('kill');
+    const queue = makeQueue(prefix, 'kill');
+    const base = { REDIS_URL: redisUrl, PREFIX: prefix, QUEUE: 'kill', LOCK_MS: '1500', STALLED_MS: '500', CONCURRENCY: '1' };
+    const victim = await startProcess('test/fixtures/storm-worker.ts', { ...base, SLOW_KEY: 'ns/slow', SLOW_MS: '60000' });
+    children.push(victim);
+    await redis.incr(`${prefix}:storm:version:ns/slow`);
+    await queue.add('ns/slow');
+    await waitFor('the slow reconcile to start', 10_000, async () => (await redis.get(`${prefix}:storm:slow-started`)) !== null);
+    // Another event arrives while it runs; then the process dies without finishing.
+    await redis.incr(`${prefix}:storm:version:ns/slow`);
+    expect((await queue.add('ns/slow')).action).toBe('deferred');
+    await stopProcess(victim, 'SIGKILL');
+
+    const survivor = await startProcess('test/fixtures/storm-worker.ts', { ...base, SLOW_KEY: 'none' });
+    children.push(survivor);
+    const runs = await waitFor('the key to be reconciled again after the kill', 20_000, async () => {
+      const r = await redis.lrange(`${prefix}:storm:runs:ns/slow`, 0, -1);
+      return r.some((x) => x.startsWith('2:')) ? r : undefined;
+    });
+    expect(runs[0]).toMatch(/^1:/);
+    expect(runs.at(-1)).toMatch(/^2:/);
+    await waitFor('the queue to settle', 10_000, async () => (await redis.hlen(queue.keys.active)) === 0);
+  });
+
+  it('retries a failing key with growing delays, then succeeds; a terminal error is not retried', async () => {
+    const prefix = uniquePrefix('backoff');
+    const queue = makeQueue(prefix);
+    const attempts: Array<{ key: string; at: number }> = [];
+    const worker = new KeyedWorker({
+      queue,
+      connection: conn(),
+      prefix,
+      backoff: { baseMs: 50, maxMs: 10_000 },
+      log,
+      reconcile: async ({ key }) => {
+        attempts.push({ key, at: Date.now() });
+        if (key === 'ns/bad-spec') throw new TerminalError('spec.replicas must be >= 0');
+        if (attempts.filter((a) => a.key === key).length <= 4) throw new Error('apiserver said 500');
+      },
+    });
+    open.push(worker);
+    await queue.add('ns/flaky');
+    await queue.add('ns/bad-spec');
+    await waitFor('five attempts of the flaky key', 20_000, async () => attempts.filter((a) => a.key === 'ns/flaky').length >= 5);
+    await sleep(1000);
+    const flaky = attempts.filter((a) => a.key === 'ns/flaky').map((a) => a.at);
+    expect(flaky).toHaveLength(5); // 4 failures, then success, then nothing more
+    const gaps = flaky.slice(1).map((t, i) => t - flaky[i]!);
+    // 50, 100, 200, 400 ms: each gap at least its backoff, and growing.
+    expect(gaps[0]).toBeGreaterThanOrEqual(45);
+    expect(gaps[3]).toBeGreaterThanOrEqual(390);
+    for (let i = 1; i < gaps.length; i++) expect(gaps[i]).toBeGreaterThan(gaps[i - 1]!);
+    expect(attempts.filter((a) => a.key === 'ns/bad-spec')).toHaveLength(1);
+    expect(await redis.hget(queue.keys.failures, 'ns/flaky')).toBeNull();
+  });
+
+  it('requeueAfter schedules one later reconcile, and an earlier request wins', async () => {
+    const prefix = uniquePrefix('requeue');
+    const queue = makeQueue(prefix);
+    const runs: number[] = [];
+    const worker = new KeyedWorker({
+      queue,
+      connection: conn(),
+      prefix,
+      log,
+      reconcile: async () => {
+        runs.push(Date.now());
+        return runs.length === 1 ? { requeueAfterMs: 60_000 } : undefined;
+      },
+    });
+    open.push(worker);
+    await queue.add('ns/a');
+    await waitFor('the first reconcile', 5000, async () => runs.length === 1);
+    await waitFor('the requeue to be pending', 5000, async () => (await redis.zscore(queue.keys.due, 'ns/a')) !== null);
+    const requested = Date.now();
+    const r = await queue.add('ns/a'); // an event now: earlier than the pending requeue
+    expect(r.action).toBe('reschedule');
+    await waitFor('the second reconcile', 5000, async () => runs.length === 2);
+    expect(runs[1]! - requested).toBeLessThan(2000);
+    // The 60 s requeue was moved, not duplicated: nothing is pending any more.
+    expect(await redis.zcard(queue.keys.due)).toBe(0);
+    expect(await queue.bull.getDelayedCount()).toBe(0);
+  });
+
+  it('coalesces events for a waiting key into one reconcile', async () => {
+    const prefix = uniquePrefix('coalesce');
+    const queue = makeQueue(prefix);
+    const results = [];
+    for (let i = 0; i < 10; i++) results.push((await queue.add('ns/x')).action);
+    expect(results[0]).toBe('add');
+    expect(results.slice(1).every((a) => a === 'coalesced')).toBe(true);
+    expect(await queue.bull.getWaitingCount()).toBe(1);
+    let runs = 0;
+    const worker = new KeyedWorker({ queue, connection: conn(), prefix, log, reconcile: async () => void runs++ });
+    open.push(worker);
+    await waitFor('the reconcile', 5000, async () => runs === 1);
+    await sleep(300);
+    expect(runs).toBe(1);
+  });
+
+  it('the resync tick enqueues every primary object, and its interval can change while running', async () => {
+    const prefix = uniquePrefix('resync');
+    const queue = makeQueue(prefix);
+    const seen = new Set<string>();
+    let ticks = 0;
+    const worker = new KeyedWorker({
+      queue,
+      connection: conn(),
+      prefix,
+      log,
+      reconcile: async ({ key }) => void seen.add(key),
+      resync: async () => {
+        ticks++;
+        for (const k of ['ns/a', 'ns/b', 'ns/c']) await queue.add(k, 0, 'resync');
+        return 3;
+      },
+    });
+    open.push(worker);
+    await upsertResync(queue, 60_000);
+    await waitFor('the first tick', 5000, async () => ticks >= 1);
+    await waitFor('every object reconciled', 5000, async () => seen.size === 3);
+    await upsertResync(queue, 1000);
+    const before = ticks;
+    await waitFor('ticks at the new interval', 5000, async () => ticks >= before + 2);
+    const schedulers = await queue.bull.getJobSchedulers();
+    expect(schedulers).toHaveLength(1);
+    expect(schedulers[0]?.every).toBe(1000);
+  });
+});
