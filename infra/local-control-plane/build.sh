@@ -14,6 +14,7 @@ stamp="$(stamp_of)"
 all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
 if [[ -f "$bin/.stamp" && "$(cat "$bin/.stamp")" == "$stamp" ]]; then
   missing=0; for b in "${all[@]}"; do [[ -x "$bin/$b" ]] || missing=1; done
+  [[ -s "$bin/kwok-stages.yaml" ]] || missing=1
   if [[ $missing == 0 ]]; then echo "control plane: binaries are current in $bin"; exit 0; fi
 fi
 
@@ -40,7 +41,8 @@ echo "control plane: a cold build downloads ~1 GB of modules and compiles for 20
 progress "etcd $ETCD_VERSION"
 (cd "$here/build/etcd" && go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3)
 progress "kwok $KWOK_VERSION"
-(cd "$here/build/kwok" && go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok)
+(cd "$here/build/kwok" && go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok \
+  && go run ./stages > "$bin/kwok-stages.yaml")
 cd "$here/build/kubernetes"
 for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   progress "$c $KUBERNETES_VERSION"

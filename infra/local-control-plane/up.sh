@@ -95,7 +95,7 @@ launch kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$dir
   --concurrent-gc-syncs 5 --concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10
 launch kube-scheduler "$bin/kube-scheduler" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
   --bind-address 127.0.0.1 --secure-port "$p_sched" --authorization-always-allow-paths /healthz,/readyz,/livez,/metrics
-launch kwok "$bin/kwok" --kubeconfig "$dir/kubeconfig" --manage-all-nodes=true \
+launch kwok "$bin/kwok" --kubeconfig "$dir/kubeconfig" --config "$bin/kwok-stages.yaml" --manage-all-nodes=true \
   --server-address "127.0.0.1:$p_kwok" --node-lease-duration-seconds 40
 
 say "creating $nodes fake nodes"

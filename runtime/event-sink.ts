@@ -1,0 +1,28 @@
+import type { Redis } from 'ioredis';
+import type { WorkQueue } from '../queue/work-queue.js';
+import { eventRequestSchema, type EventSink } from './events.js';
+
+export const EMIT_EVENTS = 'emit-events';
+
+/** Where pending event requests for one involved object wait for emit-events. */
+export function eventRequestsKey(prefix: string, objectKey: string): string {
+  return `${prefix}:${EMIT_EVENTS}:requests:${objectKey}`;
+}
+
+/**
+ * Hands event requests to emit-events: each request is appended to a list per involved object, and the
+ * object's key goes on emit-events' keyed queue. The keyed queue makes one worker at a time the writer
+ * for an object's Events (so counts are never raced), while the list keeps every request: coalescing
+ * the queue never coalesces the events themselves.
+ */
+export function queueEventSink(redis: Redis, prefix: string, queue: () => WorkQueue, now: () => number = Date.now): EventSink {
+  return {
+    async emit(input) {
+      const request = eventRequestSchema.parse({ ...input, at: now() });
+      const { namespace, name, kind } = request.involvedObject;
+      const objectKey = `${namespace ?? ''}/${kind}/${name}`;
+      await redis.rpush(eventRequestsKey(prefix, objectKey), JSON.stringify(request));
+      await queue().add(objectKey, 0, 'event-request');
+    },
+  };
+}

@@ -1,0 +1,34 @@
+import { z } from 'zod';
+
+/**
+ * An event request, as any function hands it to emit-events. The recorder there turns requests into
+ * core/v1 Events (naming, counting, aggregation, spam filtering) with its state in Redis.
+ */
+export const eventRequestSchema = z.object({
+  involvedObject: z.object({
+    apiVersion: z.string(),
+    kind: z.string(),
+    namespace: z.string().optional(),
+    name: z.string(),
+    uid: z.string().optional(),
+    resourceVersion: z.string().optional(),
+    fieldPath: z.string().optional(),
+  }),
+  type: z.enum(['Normal', 'Warning']),
+  reason: z.string().regex(/^[A-Z][A-Za-z0-9]*$/, 'reasons are CamelCase'),
+  message: z.string(),
+  action: z.string().optional(),
+  related: z
+    .object({ apiVersion: z.string(), kind: z.string(), namespace: z.string().optional(), name: z.string(), uid: z.string().optional() })
+    .optional(),
+  /** Which component reports it (Event.source.component / reportingController). */
+  source: z.string().default('ripple'),
+  /** When it happened (epoch ms), taken by the emitter so counts and timestamps are right under queueing delay. */
+  at: z.number(),
+});
+export type EventRequest = z.infer<typeof eventRequestSchema>;
+export type EventRequestInput = z.input<typeof eventRequestSchema>;
+
+export interface EventSink {
+  emit(request: Omit<EventRequestInput, 'at'>): Promise<void>;
+}

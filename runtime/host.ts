@@ -1,0 +1,139 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Redis } from 'ioredis';
+import { listSchema } from '../kube/object.js';
+import { kubeRequest } from '../kube/raw.js';
+import { collectionPath } from '../kube/resources.js';
+import { objectKey, parseObjectKey } from '../queue/keys.js';
+import type { QueueMetrics } from '../queue/metrics.js';
+import { upsertResync } from '../queue/resync.js';
+import { KeyedWorker } from '../queue/worker.js';
+import { WorkQueue } from '../queue/work-queue.js';
+import { EMIT_EVENTS, queueEventSink } from './event-sink.js';
+import type { FunctionDefinition, HandlerContext } from './function.js';
+import type { Logger } from './log.js';
+
+export interface HostOptions {
+  kc: KubeConfig;
+  redisUrl: string;
+  /** Redis key prefix for every queue and datastore key (default `ripple`). */
+  prefix?: string;
+  functions: FunctionDefinition[];
+  log: Logger;
+  metrics?: QueueMetrics;
+  env?: Readonly<Record<string, string | undefined>>;
+  /** How fast a dead worker's job is taken over (BullMQ lock); tests shorten it. */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+}
+
+/**
+ * Owns the queues of every known function and runs chosen functions' handlers as BullMQ workers.
+ * The watcher, the workers and the ops server all enqueue through it.
+ */
+export class FunctionHost {
+  readonly prefix: string;
+  readonly redis: Redis;
+  private readonly queues = new Map<string, WorkQueue>();
+  private readonly workers: KeyedWorker[] = [];
+  private readonly extraConnections: Redis[] = [];
+
+  constructor(private readonly opts: HostOptions) {
+    this.prefix = opts.prefix ?? 'ripple';
+    this.redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+  }
+
+  get functions(): FunctionDefinition[] {
+    return this.opts.functions;
+  }
+
+  definition(name: string): FunctionDefinition {
+    const def = this.opts.functions.find((f) => f.name === name);
+    if (!def) throw new Error(`unknown function ${name}; known: ${this.opts.functions.map((f) => f.name).join(', ')}`);
+    return def;
+  }
+
+  queue(name: string): WorkQueue {
+    let q = this.queues.get(name);
+    if (!q) {
+      q = new WorkQueue({ name, connection: this.redis, prefix: this.prefix, metrics: this.opts.metrics, log: this.opts.log });
+      this.queues.set(name, q);
+    }
+    return q;
+  }
+
+  allQueues(): WorkQueue[] {
+    for (const f of this.opts.functions) this.queue(f.name);
+    return [...this.queues.values()];
+  }
+
+  async enqueue(fn: string, key: string, reason: string, delayMs = 0): Promise<void> {
+    await this.queue(fn).add(key, delayMs, reason);
+  }
+
+  /** Starts workers for the named functions (all when none are named). */
+  startWorkers(names?: string[]): void {
+    const defs = names?.length ? names.map((n) => this.definition(n)) : this.opts.functions;
+    for (const def of defs) {
+      const queue = this.queue(def.name);
+      const connection = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: null });
+      this.extraConnections.push(connection);
+      const worker = new KeyedWorker({
+        queue,
+        connection,
+        prefix: this.prefix,
+        concurrency: def.concurrency ?? 4,
+        lockDurationMs: this.opts.lockDurationMs,
+        stalledIntervalMs: this.opts.stalledIntervalMs,
+        metrics: this.opts.metrics,
+        log: this.opts.log.child({ function: def.name }),
+        reconcile: ({ key, reason, log }) => def.reconcile({ key, reason, ...parseObjectKey(key) }, this.context(log)),
+        resync: () => this.resync(def.name),
+      });
+      this.workers.push(worker);
+      this.opts.log.info({ function: def.name, concurrency: def.concurrency ?? 4 }, 'worker started');
+    }
+  }
+
+  /** Installs (or updates) every function's resync tick. Safe to call from every replica. */
+  async scheduleResyncs(): Promise<void> {
+    for (const def of this.opts.functions) await upsertResync(this.queue(def.name), def.resyncIntervalMs ?? 60_000);
+  }
+
+  /** Enqueues every primary object of a function; returns how many. */
+  async resync(fn: string, reason = 'resync'): Promise<number> {
+    const def = this.definition(fn);
+    let n = 0;
+    let cont: string | undefined;
+    do {
+      const page = listSchema.parse(await kubeRequest(this.opts.kc, collectionPath(def.primary), { query: { limit: 500, continue: cont } }));
+      for (const item of page.items) {
+        await this.queue(fn).add(objectKey(item.metadata.namespace, item.metadata.name), 0, reason);
+        n++;
+      }
+      cont = page.metadata.continue || undefined;
+    } while (cont);
+    return n;
+  }
+
+  context(log: Logger): HandlerContext {
+    return {
+      kc: this.opts.kc,
+      redis: this.redis,
+      prefix: this.prefix,
+      log,
+      now: () => new Date(),
+      events: queueEventSink(this.redis, this.prefix, () => this.queue(EMIT_EVENTS)),
+      enqueue: (fn, key, delayMs) => this.enqueue(fn, key, 'handler', delayMs),
+      env: this.opts.env ?? process.env,
+    };
+  }
+
+  /** Graceful: workers finish in-flight reconciles, then connections close. */
+  async close(): Promise<void> {
+    await Promise.all(this.workers.splice(0).map((w) => w.close()));
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    this.queues.clear();
+    for (const c of this.extraConnections.splice(0)) c.disconnect();
+    this.redis.disconnect();
+  }
+}

@@ -1,0 +1,238 @@
+import { Watch, type KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from '../runtime/log.js';
+import { kubeObjectSchema, listSchema, statusSchema, type KubeObject } from '../kube/object.js';
+import { KubeApiError, kubeRequest } from '../kube/raw.js';
+import { collectionPath, resourceId, type ResourceRef } from '../kube/resources.js';
+import { ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
+import type { WatchEvent } from './events.js';
+import { ObjectStore } from './store.js';
+
+export interface ListWatchOptions {
+  kc: KubeConfig;
+  resource: ResourceRef;
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  log: Logger;
+  /** Receives events in order; awaited, so a slow consumer slows the watch instead of losing events. */
+  onEvent: (event: WatchEvent) => Promise<void>;
+  backoff?: ReconnectBackoffOptions;
+  /** Server-side watch timeout, seconds; default random in [300, 600) like client-go's reflector. */
+  watchTimeoutSeconds?: () => number;
+  pageSize?: number;
+}
+
+export interface WatchHealth {
+  resource: string;
+  up: boolean;
+  /** Epoch ms since when the watch has been down, if it is. */
+  downSince?: number;
+  lastError?: string;
+  synced: boolean;
+}
+
+/** The watch stream said the resourceVersion is too old (410 Gone / Expired): relist. */
+class ExpiredError extends Error {}
+
+/**
+ * List then watch one resource, forever, level-triggered (DESIGN "Watcher"): a list that yields the
+ * differences against the store (synthetic deletes included), a watch from the list's
+ * resourceVersion with bookmarks and a server timeout, reconnect with jittered backoff on any error,
+ * relist on 410, and an inactivity timer because client-node 1.4 sets no client-side timeout.
+ * client-node's informer is not used: it stops for good on most errors and swallows handler errors.
+ */
+export class ListWatch {
+  readonly store = new ObjectStore();
+  private stopped = false;
+  private abort?: AbortController;
+  private wake?: () => void;
+  private downSince?: number;
+  private lastError?: string;
+  private synced = false;
+  private readonly backoff: ReconnectBackoff;
+  private readonly id: string;
+  private readonly loop: Promise<void>;
+
+  constructor(private readonly opts: ListWatchOptions) {
+    this.backoff = new ReconnectBackoff(opts.backoff);
+    this.id = resourceId(opts.resource);
+    this.loop = this.run();
+  }
+
+  health(): WatchHealth {
+    return { resource: this.id, up: this.downSince === undefined, downSince: this.downSince, lastError: this.lastError, synced: this.synced };
+  }
+
+  /** Resolves once the first list has been delivered. */
+  async waitForSync(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.synced) {
+      if (Date.now() > deadline) throw new Error(`watch of ${this.id} did not sync within ${timeoutMs} ms: ${this.lastError ?? 'no error yet'}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort?.abort();
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    let rv: string | undefined;
+    while (!this.stopped) {
+      try {
+        if (rv === undefined) rv = await this.relist();
+        rv = await this.watchFrom(rv);
+        this.markUp();
+      } catch (err) {
+        if (this.stopped) break;
+        if (err instanceof ExpiredError || (err instanceof KubeApiError && err.code === 410)) {
+          this.opts.log.info({ resource: this.id }, 'resourceVersion expired; relisting');
+          rv = undefined;
+          continue;
+        }
+        const delay = this.backoff.next(Date.now());
+        this.markDown(err);
+        this.opts.log.warn({ resource: this.id, err: String(err), retryInMs: Math.round(delay) }, 'watch failed; reconnecting');
+        // After an error the resourceVersion may be fine (a cut connection) or not; keep it and let
+        // the server say 410 if it is too old, which costs one request instead of a full relist.
+        await this.sleep(delay);
+      }
+    }
+  }
+
+  private async relist(): Promise<string> {
+    const items: KubeObject[] = [];
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page = listSchema.parse(
+        await kubeRequest(this.opts.kc, collectionPath(this.opts.resource, this.opts.namespace), {
+          query: { limit: this.opts.pageSize ?? 500, continue: cont, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },
+        }),
+      );
+      items.push(...page.items);
+      cont = page.metadata.continue || undefined;
+      rv = page.metadata.resourceVersion ?? '';
+    } while (cont);
+    const kind = this.opts.resource.kind;
+    const apiVersion = this.opts.resource.group ? `${this.opts.resource.group}/${this.opts.resource.version}` : this.opts.resource.version;
+    // List items come without kind/apiVersion; fill them so mappers and handlers need not guess.
+    for (const item of items) {
+      item.kind ??= kind;
+      item.apiVersion ??= apiVersion;
+    }
+    for (const event of this.store.replace(items)) await this.deliver(event);
+    this.synced = true;
+    this.markUp();
+    return rv;
+  }
+
+  /** Watches from `rv` until the stream ends; returns the last resourceVersion seen. */
+  private watchFrom(rv: string): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      let last = rv;
+      let chain = Promise.resolve();
+      let failure: unknown;
+      const timeout = this.opts.watchTimeoutSeconds?.() ?? 300 + Math.floor(Math.random() * 300);
+      const abort = { current: undefined as AbortController | undefined };
+      let idle: NodeJS.Timeout | undefined;
+      const armIdle = () => {
+        clearTimeout(idle);
+        // The server ends the watch after `timeout`; silence well past that means a dead connection.
+        idle = setTimeout(() => {
+          failure = new Error(`no data on the watch for ${timeout + 30}s`);
+          abort.current?.abort();
+        }, (timeout + 30) * 1000);
+      };
+      const onEvent = (type: string, raw: unknown) => {
+        armIdle();
+        if (type === 'ERROR') {
+          const status = statusSchema.safeParse(raw);
+          const code = status.success ? status.data.code : undefined;
+          failure = code === 410 ? new ExpiredError('watch: 410 Gone') : new Error(`watch error: ${JSON.stringify(raw)}`);
+          abort.current?.abort();
+          return;
+        }
+        const parsed = kubeObjectSchema.safeParse(raw);
+        if (!parsed.success) {
+          this.opts.log.warn({ resource: this.id, type }, 'watch sent an object without metadata; ignored');
+          return;
+        }
+        const obj = parsed.data;
+        if (obj.metadata.resourceVersion) last = obj.metadata.resourceVersion;
+        if (type === 'BOOKMARK') return;
+        if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
+        const event = this.store.apply(type, obj);
+        // Never throw into client-node's callback (it would be swallowed): chain and surface errors here.
+        if (event) chain = chain.then(() => this.deliver(event));
+      };
+      const done = (err: unknown) => {
+        clearTimeout(idle);
+        const end = failure ?? (err && !(err instanceof Error && err.name === 'AbortError') ? err : undefined);
+        chain.then(
+          () => (end && !this.stopped ? reject(end) : resolve(last)),
+          (e: unknown) => reject(e),
+        );
+      };
+      armIdle();
+      new Watch(this.opts.kc)
+        .watch(
+          collectionPath(this.opts.resource, this.opts.namespace),
+          { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: timeout, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },
+          onEvent,
+          (err: unknown) => {
+            const code = (err as { statusCode?: number } | null)?.statusCode;
+            done(code === 410 ? new ExpiredError('watch: 410 Gone') : err);
+          },
+        )
+        .then((controller) => {
+          abort.current = controller;
+          this.abort = controller;
+          if (this.stopped) controller.abort();
+        }, done);
+    });
+  }
+
+  private async deliver(event: WatchEvent): Promise<void> {
+    // A consumer failure (Redis down while enqueueing) must not drop the event: retry it with backoff,
+    // holding the stream (and reporting the watch down for /readyz) until it goes through.
+    const retry = new ReconnectBackoff(this.opts.backoff);
+    for (;;) {
+      try {
+        await this.opts.onEvent(event);
+        if (this.lastError?.startsWith('delivery')) this.markUp();
+        return;
+      } catch (err) {
+        if (this.stopped) return;
+        const delay = retry.next(Date.now());
+        this.markDown(`delivery: ${String(err)}`);
+        this.opts.log.warn({ resource: this.id, err: String(err), retryInMs: Math.round(delay) }, 'could not hand a watch event on; retrying');
+        await this.sleep(delay);
+      }
+    }
+  }
+
+  private markUp(): void {
+    if (this.downSince !== undefined) this.opts.log.info({ resource: this.id }, 'watch recovered');
+    this.downSince = undefined;
+    this.lastError = undefined;
+  }
+
+  private markDown(err: unknown): void {
+    this.downSince ??= Date.now();
+    this.lastError = String(err);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+}
