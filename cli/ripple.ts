@@ -85,14 +85,15 @@ async function main(): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = new QueueMetrics(registry);
-  const host = new FunctionHost({ kc, redisUrl, prefix: config.RIPPLE_PREFIX, functions: allFunctions(), log, metrics });
+  const namespace = config.RIPPLE_WATCH_NAMESPACE;
+  const host = new FunctionHost({ kc, redisUrl, prefix: config.RIPPLE_PREFIX, functions: allFunctions(), log, metrics, namespace });
   cleanups.unshift(() => host.close());
 
   let watcher: Watcher | undefined;
   let elector: LeaderElector | undefined;
   if (mode === 'all' || mode === 'watcher') {
     await ensureNamespace(kc, config.RIPPLE_NAMESPACE);
-    watcher = new Watcher({ kc, functions: host.functions, enqueue: (fn, key, reason) => host.enqueue(fn, key, reason), isLeader: () => elector?.isLeader() ?? false, log });
+    watcher = new Watcher({ kc, functions: host.functions, enqueue: (fn, key, reason) => host.enqueue(fn, key, reason), isLeader: () => elector?.isLeader() ?? false, log, namespace });
     elector = new LeaderElector({
       kc,
       namespace: config.RIPPLE_NAMESPACE,

@@ -8,6 +8,8 @@ export const processConfigSchema = z.object({
   RIPPLE_OPS_HOST: z.string().default('127.0.0.1'),
   /** Namespace of the leader-election Lease and of the controller's own objects. */
   RIPPLE_NAMESPACE: z.string().default('ripple-system'),
+  /** Reconcile only this namespace (like controller-runtime's cache namespace); unset: all namespaces. */
+  RIPPLE_WATCH_NAMESPACE: z.string().optional(),
   /** /readyz turns unready when a watch has been down longer than this. */
   RIPPLE_WATCH_DOWN_BOUND_MS: z.coerce.number().int().positive().default(60_000),
   RIPPLE_OPS_TOKEN: z.string().min(16, 'RIPPLE_OPS_TOKEN must be at least 16 characters').optional(),

@@ -24,6 +24,8 @@ export interface HostOptions {
   /** How fast a dead worker's job is taken over (BullMQ lock); tests shorten it. */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
+  /** Reconcile only objects in this namespace (the watcher gets the same); default all. */
+  namespace?: string;
 }
 
 /**
@@ -105,7 +107,7 @@ export class FunctionHost {
     let n = 0;
     let cont: string | undefined;
     do {
-      const page = listSchema.parse(await kubeRequest(this.opts.kc, collectionPath(def.primary), { query: { limit: 500, continue: cont } }));
+      const page = listSchema.parse(await kubeRequest(this.opts.kc, collectionPath(def.primary, this.opts.namespace), { query: { limit: 500, continue: cont } }));
       for (const item of page.items) {
         await this.queue(fn).add(objectKey(item.metadata.namespace, item.metadata.name), 0, reason);
         n++;

@@ -15,6 +15,8 @@ export interface WatcherOptions {
   /** Only the leader enqueues; followers keep their stores warm to take over at once. */
   isLeader: () => boolean;
   log: Logger;
+  /** Watch only this namespace (triggers that name their own namespace keep it); default all. */
+  namespace?: string;
 }
 
 interface WatchGroup {
@@ -38,7 +40,9 @@ export class Watcher {
 
   start(): void {
     for (const fn of this.opts.functions) {
-      for (const trigger of fn.triggers) {
+      for (const declared of fn.triggers) {
+        const namespace = declared.namespace ?? (declared.resource.namespaced ? this.opts.namespace : undefined);
+        const trigger = { ...declared, namespace };
         const id = `${resourceId(trigger.resource)}|${trigger.namespace ?? '*'}|${trigger.labelSelector ?? ''}`;
         let group = this.groups.get(id);
         if (!group) {

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what Ripple needs on a fresh machine, and nothing twice: npm packages, Debian's redis-server
+# (and openssl, curl), and the local control plane built from the Go module proxy.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+say() { printf 'setup: %s\n' "$*"; }
+
+major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if (( major < 20 )); then
+  echo "setup: Node 20 or newer is required (found: $(node --version 2>/dev/null || echo none))" >&2; exit 1
+fi
+
+if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  say "installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+missing=()
+command -v redis-server >/dev/null || [[ -n "${REDIS_URL:-}" ]] || missing+=(redis-server)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v curl >/dev/null || missing+=(curl)
+# The autoscaler's tests scrape a real Prometheus (Debian's package).
+command -v prometheus >/dev/null || [[ -n "${RIPPLE_NO_PROMETHEUS:-}" ]] || missing+=(prometheus)
+for extra in ${RIPPLE_EXTRA_PACKAGES:-}; do command -v "$extra" >/dev/null || missing+=("$extra"); done
+if (( ${#missing[@]} > 0 )); then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    say "installing Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: please install: ${missing[*]} (e.g. sudo apt-get install -y ${missing[*]}), or set REDIS_URL" >&2; exit 1
+  fi
+fi
+
+if [[ -z "${RIPPLE_TEST_KUBECONFIG:-}" ]]; then
+  if ! command -v go >/dev/null; then
+    echo "setup: Go 1.24 or newer is required to build the local control plane (or set RIPPLE_TEST_KUBECONFIG to a running cluster)" >&2; exit 1
+  fi
+  bash infra/local-control-plane/build.sh
+fi

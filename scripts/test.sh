@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The test command: type-check, lint, unit tests, then integration tests against the real local control
+# plane and Redis (brought up by the test harness and stopped afterwards). Ends with "N passed, N failed".
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/ensure-deps.sh || exit 1
+
+status=0
+echo "test: type-checking"; npx tsc --noEmit -p tsconfig.json || status=1
+echo "test: linting"; npx eslint . || status=1
+
+mkdir -p .cache
+report=.cache/vitest-report.json
+rm -f "$report"
+npx vitest run --reporter=default --reporter=json --outputFile="$report" "$@" || status=1
+
+if [[ -f "$report" ]]; then
+  node -e '
+    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const failed = r.numFailedTests + (r.numFailedTestSuites > 0 && r.numFailedTests === 0 ? r.numFailedTestSuites : 0);
+    console.log(`${r.numPassedTests} passed, ${failed} failed`);
+    if (r.numTotalTests === 0) process.exit(1);
+  ' "$report" || status=1
+else
+  echo "0 passed, 1 failed"
+  status=1
+fi
+exit $status
