@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import fetch, { type RequestInit } from 'node-fetch';
+import fetch, { Headers, type RequestInit } from 'node-fetch';
 import { statusSchema } from './object.js';
 
 /** An API server answer other than 2xx, with its HTTP code and Status reason. */
@@ -39,9 +39,11 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
   const init: RequestInit = await kc.applyToFetchOptions({});
   init.method = req.method ?? 'GET';
-  const headers: Record<string, string> = { ...(init.headers as Record<string, string> | undefined), Accept: 'application/json' };
+  // applyToFetchOptions returns a Headers object (with the Authorization header); keep it, add ours.
+  const headers = new Headers(init.headers);
+  headers.set('Accept', 'application/json');
   if (req.body !== undefined) {
-    headers['Content-Type'] = req.contentType ?? 'application/json';
+    headers.set('Content-Type', req.contentType ?? 'application/json');
     init.body = JSON.stringify(req.body);
   }
   init.headers = headers;

@@ -88,7 +88,9 @@ async function waitForPing(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
-    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+    // Refused connections while the server starts are expected; the loop below reports the last one.
+    client.on('error', () => undefined);
     try {
       await client.connect();
       if ((await client.ping()) === 'PONG') return;

@@ -1,6 +1,30 @@
-import { CoordinationV1Api, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
-import { isStatus } from '../kube/raw.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { z } from 'zod';
+import { isStatus, kubeRequest } from '../kube/raw.js';
+import { objectPath, collectionPath, Resources } from '../kube/resources.js';
 import type { Logger } from '../runtime/log.js';
+
+const leaseSchema = z
+  .object({
+    metadata: z.object({ name: z.string(), namespace: z.string().optional(), resourceVersion: z.string().optional() }).passthrough(),
+    spec: z
+      .object({
+        holderIdentity: z.string().nullish(),
+        leaseDurationSeconds: z.number().nullish(),
+        acquireTime: z.string().nullish(),
+        renewTime: z.string().nullish(),
+        leaseTransitions: z.number().nullish(),
+      })
+      .passthrough()
+      .default({}),
+  })
+  .passthrough();
+type Lease = z.infer<typeof leaseSchema>;
+
+/** Lease times are MicroTime: RFC 3339 with exactly six fractional digits (the typed client sends three, which is refused). */
+function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
 
 export interface LeaderElectionOptions {
   kc: KubeConfig;
@@ -29,13 +53,11 @@ export class LeaderElector {
   private observed?: { record: string; at: number };
   private lastRenew = 0;
   private timer?: NodeJS.Timeout;
-  private readonly api: CoordinationV1Api;
   private readonly leaseMs: number;
   private readonly renewMs: number;
   private readonly retryMs: number;
 
   constructor(private readonly opts: LeaderElectionOptions) {
-    this.api = opts.kc.makeApiClient(CoordinationV1Api);
     this.leaseMs = opts.leaseDurationMs ?? 15_000;
     this.renewMs = opts.renewDeadlineMs ?? 10_000;
     this.retryMs = opts.retryPeriodMs ?? 2_000;
@@ -66,11 +88,9 @@ export class LeaderElector {
     if (!this.leading) return;
     this.setLeading(false, 'stopping');
     try {
-      const lease = await this.api.readNamespacedLease({ name: this.opts.name, namespace: this.opts.namespace });
-      if (lease.spec?.holderIdentity === this.opts.identity) {
-        lease.spec.holderIdentity = undefined;
-        lease.spec.leaseDurationSeconds = 1;
-        await this.api.replaceNamespacedLease({ name: this.opts.name, namespace: this.opts.namespace, body: lease });
+      const lease = await this.read();
+      if (lease.spec.holderIdentity === this.opts.identity) {
+        await this.replace({ ...lease, spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1 } });
       }
     } catch (err) {
       this.opts.log.warn({ err: String(err) }, 'leader election: could not release the lease');
@@ -79,16 +99,18 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<void> {
     const { namespace, name, identity } = this.opts;
-    const now = new Date();
-    let lease: V1Lease;
+    const now = microTime(new Date());
+    let lease: Lease;
     try {
-      lease = await this.api.readNamespacedLease({ name, namespace });
+      lease = await this.read();
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
       try {
-        await this.api.createNamespacedLease({
-          namespace,
+        await kubeRequest(this.opts.kc, collectionPath(Resources.lease, namespace), {
+          method: 'POST',
           body: {
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
             metadata: { name, namespace },
             spec: { holderIdentity: identity, leaseDurationSeconds: Math.ceil(this.leaseMs / 1000), acquireTime: now, renewTime: now, leaseTransitions: 0 },
           },
@@ -99,8 +121,8 @@ export class LeaderElector {
       }
       return;
     }
-    const spec = lease.spec ?? {};
-    const record = `${spec.holderIdentity ?? ''}|${String(spec.renewTime)}|${spec.leaseDurationSeconds ?? ''}`;
+    const spec = lease.spec;
+    const record = `${spec.holderIdentity ?? ''}|${spec.renewTime ?? ''}|${spec.leaseDurationSeconds ?? ''}`;
     if (this.observed?.record !== record) this.observed = { record, at: Date.now() };
     const holder = spec.holderIdentity;
     const durationMs = (spec.leaseDurationSeconds ?? this.leaseMs / 1000) * 1000;
@@ -109,7 +131,7 @@ export class LeaderElector {
       if (this.leading) this.setLeading(false, `lease held by ${holder}`);
       return;
     }
-    const next: V1Lease = {
+    const next: Lease = {
       ...lease,
       spec: {
         ...spec,
@@ -121,11 +143,19 @@ export class LeaderElector {
     };
     try {
       // replace carries metadata.resourceVersion: a concurrent writer makes this a 409, not a split brain.
-      await this.api.replaceNamespacedLease({ name, namespace, body: next });
+      await this.replace(next);
       this.renewed();
     } catch (err) {
       if (!isStatus(err, 409)) throw err;
     }
+  }
+
+  private async read(): Promise<Lease> {
+    return leaseSchema.parse(await kubeRequest(this.opts.kc, objectPath(Resources.lease, this.opts.namespace, this.opts.name)));
+  }
+
+  private async replace(lease: Lease): Promise<void> {
+    await kubeRequest(this.opts.kc, objectPath(Resources.lease, this.opts.namespace, this.opts.name), { method: 'PUT', body: lease });
   }
 
   private renewed(): void {

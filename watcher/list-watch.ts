@@ -13,6 +13,10 @@ export interface ListWatchOptions {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
+  /** The resource may not be served (its CRD is not installed): a 404 means "none", not "down". */
+  optional?: boolean;
+  /** How often an optional resource that is not served is asked for again (default 30 s). */
+  absentRecheckMs?: number;
   log: Logger;
   /** Receives events in order; awaited, so a slow consumer slows the watch instead of losing events. */
   onEvent: (event: WatchEvent) => Promise<void>;
@@ -29,6 +33,8 @@ export interface WatchHealth {
   downSince?: number;
   lastError?: string;
   synced: boolean;
+  /** How many full lists were made (1 at start; each 410 adds one). */
+  relists: number;
 }
 
 /** The watch stream said the resourceVersion is too old (410 Gone / Expired): relist. */
@@ -49,6 +55,7 @@ export class ListWatch {
   private downSince?: number;
   private lastError?: string;
   private synced = false;
+  private relists = 0;
   private readonly backoff: ReconnectBackoff;
   private readonly id: string;
   private readonly loop: Promise<void>;
@@ -60,7 +67,7 @@ export class ListWatch {
   }
 
   health(): WatchHealth {
-    return { resource: this.id, up: this.downSince === undefined, downSince: this.downSince, lastError: this.lastError, synced: this.synced };
+    return { resource: this.id, up: this.downSince === undefined, downSince: this.downSince, lastError: this.lastError, synced: this.synced, relists: this.relists };
   }
 
   /** Resolves once the first list has been delivered. */
@@ -88,6 +95,14 @@ export class ListWatch {
         this.markUp();
       } catch (err) {
         if (this.stopped) break;
+        if (this.opts.optional && rv === undefined && err instanceof KubeApiError && err.code === 404) {
+          await this.notServed();
+          continue;
+        }
+        if (this.opts.optional && rv !== undefined && (err as { statusCode?: number } | null)?.statusCode === 404) {
+          rv = undefined; // the CRD went away under the watch: the relist will say so
+          continue;
+        }
         if (err instanceof ExpiredError || (err instanceof KubeApiError && err.code === 410)) {
           this.opts.log.info({ resource: this.id }, 'resourceVersion expired; relisting');
           rv = undefined;
@@ -124,10 +139,24 @@ export class ListWatch {
       item.kind ??= kind;
       item.apiVersion ??= apiVersion;
     }
+    this.relists++;
     for (const event of this.store.replace(items)) await this.deliver(event);
     this.synced = true;
     this.markUp();
     return rv;
+  }
+
+  /**
+   * An optional resource the API server does not serve (404 on the list) has no objects: the store
+   * empties (synthetic deletes if its CRD went away), the watch counts as synced and up, and the
+   * list is tried again later so installing the CRD is picked up without a restart.
+   */
+  private async notServed(): Promise<void> {
+    if (!this.synced || this.store.size > 0) this.opts.log.info({ resource: this.id }, 'resource not served (CRD not installed?); checking again later');
+    for (const event of this.store.replace([])) await this.deliver(event);
+    this.synced = true;
+    this.markUp();
+    await this.sleep(this.opts.absentRecheckMs ?? 30_000);
   }
 
   /** Watches from `rv` until the stream ends; returns the last resourceVersion seen. */

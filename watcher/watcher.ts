@@ -52,6 +52,7 @@ export class Watcher {
             resource: trigger.resource,
             namespace: trigger.namespace,
             labelSelector: trigger.labelSelector,
+            optional: trigger.optional,
             log: this.opts.log,
             onEvent: (event) => this.dispatch(triggers, event),
           });

@@ -30,7 +30,7 @@ for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok
 done
 command -v openssl >/dev/null || die "openssl is required (apt-get install -y openssl)"
 
-mkdir -p "$dir"/{certs,logs,etcd}
+mkdir -p "$dir"/{certs,logs,etcd,cmd}
 # Free ports, so a sandbox never collides with a user's cluster or another test run.
 read -r p_etcd p_peer p_api p_kcm p_sched p_kwok < <(node -e '
   const net = require("node:net");
@@ -46,6 +46,7 @@ printf '%s,ripple-admin,ripple-admin,"system:masters"\n' "$token" > "$dir/tokens
 : > "$dir/pids"
 launch() { # name, then the command; each runs in its own session so down.sh can stop its whole group
   local name="$1"; shift
+  printf '%q ' "$@" > "$dir/cmd/$name"   # restart.sh starts it again with the same flags and ports
   setsid "$@" >"$dir/logs/$name.log" 2>&1 < /dev/null &
   echo "$name $!" >> "$dir/pids"
 }
@@ -68,7 +69,8 @@ launch kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$p_
   --cert-dir "$dir/certs" --token-auth-file "$dir/tokens.csv" --authorization-mode Node,RBAC \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
-  --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true
+  --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
+  --watch-cache-sizes podtemplates#0  # PodTemplates watch etcd directly, so tests can force a real 410 by compacting
 cat > "$dir/kubeconfig" <<KC
 apiVersion: v1
 kind: Config

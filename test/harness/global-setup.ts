@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
@@ -12,6 +12,10 @@ declare module 'vitest' {
   export interface ProvidedContext {
     kubeconfig: string;
     redisUrl: string;
+    /** The sandbox's state dir when the harness runs Ripple's own sandbox (tests restart its parts). */
+    sandboxDir: string;
+    /** etcd's client URL in that sandbox ('' when the cluster was given from outside). */
+    etcdUrl: string;
   }
 }
 
@@ -26,10 +30,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
   installCrds(controlPlane.kubeconfig);
   project.provide('kubeconfig', controlPlane.kubeconfig);
   project.provide('redisUrl', redis.url);
+  const own = !process.env.RIPPLE_TEST_KUBECONFIG;
+  const sandboxDir = own ? path.dirname(controlPlane.kubeconfig) : '';
+  project.provide('sandboxDir', sandboxDir);
+  project.provide('etcdUrl', own ? readEtcdUrl(sandboxDir) : '');
   return async () => {
     await redis.stop();
     await controlPlane.stop();
   };
+}
+
+function readEtcdUrl(dir: string): string {
+  const env = readFileSync(path.join(dir, 'env'), 'utf8');
+  return /^RIPPLE_SANDBOX_ETCD=(.*)$/m.exec(env)?.[1] ?? '';
 }
 
 function installCrds(kubeconfig: string): void {

@@ -35,7 +35,7 @@ export async function startRipple(
   const watcher = new Watcher({
     kc: sb.kc,
     functions,
-    enqueue: (fn, key, reason) => host.enqueue(fn, key, reason),
+    enqueue: async (fn, key, reason) => void (await host.enqueue(fn, key, reason)),
     isLeader: () => true,
     log,
     namespace: sb.namespace,

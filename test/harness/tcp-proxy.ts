@@ -1,0 +1,67 @@
+import net from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+
+/**
+ * A loopback TCP proxy in front of the API server, so a test can cut every connection a client holds
+ * (and refuse new ones for a while) without touching the server: a real network cut, as a client sees it.
+ */
+export class TcpProxy {
+  private readonly sockets = new Set<net.Socket>();
+  private refusing = false;
+  private server?: net.Server;
+  port = 0;
+
+  constructor(private readonly target: { host: string; port: number }) {}
+
+  async start(): Promise<void> {
+    this.server = net.createServer((client) => {
+      if (this.refusing) {
+        client.destroy();
+        return;
+      }
+      const upstream = net.connect(this.target.port, this.target.host);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => s.destroy());
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** Cuts every open connection and refuses new ones until resume(). */
+  cut(): void {
+    this.refusing = true;
+    for (const s of this.sockets) s.destroy();
+  }
+
+  resume(): void {
+    this.refusing = false;
+  }
+
+  async stop(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+  }
+
+  /** A copy of `kc` whose current cluster is reached through this proxy. */
+  kubeConfig(kc: KubeConfig): KubeConfig {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new Error('kubeconfig has no current cluster');
+    const proxied = new KubeConfig();
+    proxied.loadFromOptions({
+      clusters: [{ ...cluster, server: `https://127.0.0.1:${this.port}` }],
+      users: kc.getUsers(),
+      contexts: kc.getContexts(),
+      currentContext: kc.getCurrentContext(),
+    });
+    return proxied;
+  }
+
+  static forServer(kc: KubeConfig): TcpProxy {
+    const url = new URL(kc.getCurrentCluster()!.server);
+    return new TcpProxy({ host: url.hostname, port: Number(url.port || 443) });
+  }
+}
