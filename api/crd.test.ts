@@ -1,0 +1,196 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { generateCrd, jsonSchemaToStructural, SchemaConversionError, toStructuralSchema, type JSONSchemaProps } from './crd.js';
+import { CRD_DIR, renderCrds } from './generate-crds.js';
+
+describe('checked-in CRDs', () => {
+  it('are what the zod schemas generate (run `npm run crds` after changing a schema)', () => {
+    for (const [file, text] of renderCrds()) {
+      expect(readFileSync(join(CRD_DIR, file), 'utf8'), `infra/crds/${file} is stale`).toBe(text);
+    }
+  });
+});
+
+/** Every node must be structural: typed, or int-or-string, or preserving unknown fields. */
+function assertStructural(node: JSONSchemaProps, path = ''): void {
+  const raw = node as Record<string, unknown>;
+  for (const bad of ['$ref', '$defs', 'definitions', 'oneOf', 'allOf', 'const', 'uniqueItems', '$schema']) {
+    expect(raw[bad], `${path}: ${bad}`).toBeUndefined();
+  }
+  if (node.properties) expect(node.additionalProperties, `${path}: properties beside additionalProperties`).toBeUndefined();
+  expect(raw.additionalProperties === false, `${path}: additionalProperties false`).toBe(false);
+  if (!node['x-kubernetes-int-or-string'] && !node['x-kubernetes-preserve-unknown-fields']) {
+    expect(node.type, `${path}: untyped`).toBeDefined();
+  }
+  for (const [k, v] of Object.entries(node.properties ?? {})) assertStructural(v, `${path}.${k}`);
+  if (node.items) assertStructural(node.items, `${path}[]`);
+  if (node.additionalProperties) assertStructural(node.additionalProperties, `${path}.*`);
+}
+
+describe('the ModelServing CRD', () => {
+  const crd = parse(renderCrds().get('modelserving.yaml') ?? '') as ReturnType<typeof generateCrd>;
+  const version = crd.spec.versions[0];
+  const root = version?.schema.openAPIV3Schema as JSONSchemaProps;
+  const spec = root.properties?.spec as JSONSchemaProps;
+  const role = spec.properties?.template?.properties?.roles?.items as JSONSchemaProps;
+
+  it('has the names, subresources and printer columns of Kthena', () => {
+    expect(crd.metadata.name).toBe('modelservings.workload.serving.volcano.sh');
+    expect(crd.spec.names).toEqual({ kind: 'ModelServing', listKind: 'ModelServingList', plural: 'modelservings', singular: 'modelserving' });
+    expect(crd.spec.scope).toBe('Namespaced');
+    expect(version?.subresources).toEqual({
+      status: {},
+      scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.labelSelector' },
+    });
+    expect(version?.additionalPrinterColumns?.map((c) => c.name)).toEqual(['Replicas', 'Available', 'Updated', 'Age']);
+  });
+
+  it('is a structural schema', () => {
+    assertStructural(root);
+    expect(root.properties?.metadata).toEqual({ type: 'object' });
+  });
+
+  it('keeps pod templates with preserve-unknown-fields but requires containers', () => {
+    const podSpec = role.properties?.entryTemplate?.properties?.spec as JSONSchemaProps;
+    expect(podSpec['x-kubernetes-preserve-unknown-fields']).toBe(true);
+    expect(podSpec.required).toEqual(['containers']);
+    expect(podSpec.properties?.containers?.minItems).toBe(1);
+  });
+
+  it('writes int-or-string fields and defaults as Kthena does', () => {
+    const ru = spec.properties?.rolloutStrategy?.properties?.rollingUpdateConfiguration?.properties;
+    expect(ru?.maxUnavailable).toMatchObject({ 'x-kubernetes-int-or-string': true, default: 1, anyOf: [{ type: 'integer' }, { type: 'string' }] });
+    expect(ru?.maxUnavailable?.type).toBeUndefined();
+    expect(spec.properties?.replicas).toMatchObject({ type: 'integer', format: 'int32', default: 1, minimum: 0 });
+    expect(spec.properties?.recoveryPolicy).toMatchObject({ default: 'RoleRecreate', enum: ['ServingGroupRecreate', 'RoleRecreate', 'None'] });
+    expect(spec.properties?.schedulerName?.default).toBeUndefined();
+    expect(spec.properties?.template?.properties?.restartGracePeriodSeconds).toMatchObject({ format: 'int64', default: 0 });
+  });
+
+  it('carries the webhook rules that CEL can express', () => {
+    const rules = (n: JSONSchemaProps | undefined) => (n?.['x-kubernetes-validations'] ?? []).map((v) => v.message);
+    expect(rules(spec.properties?.template?.properties?.roles)).toEqual(['role names must be unique']);
+    expect(rules(role)).toEqual(['a workerTemplate with containers is required when workerReplicas is greater than 0']);
+    expect(rules(spec)).toHaveLength(3);
+    expect(rules(spec.properties?.rolloutStrategy)).toHaveLength(1);
+    expect(rules(spec.properties?.template?.properties?.gangPolicy?.properties?.minRoleReplicas)).toEqual([
+      'minRoleReplicas cannot be changed once set',
+    ]);
+    expect(role.properties?.name).toMatchObject({ maxLength: 12, pattern: '^[a-z]([-a-z0-9]*[a-z0-9])?$' });
+  });
+
+  it('makes plugin config opaque JSON', () => {
+    const plugin = spec.properties?.plugins?.items as JSONSchemaProps;
+    expect(plugin.properties?.config).toEqual({ description: 'Opaque configuration of the plugin.', 'x-kubernetes-preserve-unknown-fields': true });
+  });
+});
+
+describe('generateCrd (generic)', () => {
+  const Widget = z.object({
+    apiVersion: z.string(),
+    kind: z.string(),
+    metadata: z.object({ name: z.string() }),
+    spec: z.object({ size: z.int32().min(1), tags: z.array(z.string()).optional() }),
+    status: z.object({ ready: z.boolean().optional() }).optional(),
+  });
+
+  it('takes group, names, scope, versions and subresources from options', () => {
+    const crd = generateCrd({
+      group: 'example.dev',
+      kind: 'Widget',
+      plural: 'widgets',
+      shortNames: ['wd'],
+      categories: ['all'],
+      scope: 'Cluster',
+      versions: [
+        { name: 'v1beta1', schema: Widget, storage: false, deprecated: true },
+        {
+          name: 'v1',
+          schema: Widget,
+          storage: true,
+          subresources: { status: true },
+          additionalPrinterColumns: [{ name: 'Size', type: 'integer', jsonPath: '.spec.size' }],
+        },
+      ],
+    });
+    expect(crd.metadata.name).toBe('widgets.example.dev');
+    expect(crd.spec.names).toEqual({ kind: 'Widget', listKind: 'WidgetList', plural: 'widgets', singular: 'widget', shortNames: ['wd'], categories: ['all'] });
+    expect(crd.spec.scope).toBe('Cluster');
+    expect(crd.spec.versions.map((v) => [v.name, v.storage, v.served])).toEqual([
+      ['v1beta1', false, true],
+      ['v1', true, true],
+    ]);
+    expect(crd.spec.versions[1]?.subresources).toEqual({ status: {} });
+    expect(crd.spec.versions[0]?.subresources).toBeUndefined();
+    expect(crd.spec.versions[1]?.schema.openAPIV3Schema.properties?.spec?.properties?.size).toEqual({ type: 'integer', format: 'int32', minimum: 1 });
+  });
+
+  it('refuses two storage versions', () => {
+    expect(() =>
+      generateCrd({
+        group: 'g',
+        kind: 'K',
+        plural: 'ks',
+        scope: 'Namespaced',
+        versions: [
+          { name: 'a', schema: Widget, storage: true },
+          { name: 'b', schema: Widget, storage: true },
+        ],
+      }),
+    ).toThrow(/exactly one version/);
+  });
+});
+
+describe('toStructuralSchema', () => {
+  it('inlines references and merges allOf', () => {
+    const out = jsonSchemaToStructural({
+      type: 'object',
+      properties: { a: { $ref: '#/$defs/A' }, b: { allOf: [{ $ref: '#/$defs/A' }], description: 'b' } },
+      $defs: { A: { type: 'object', properties: { x: { type: 'string' } }, required: ['x'] } },
+    });
+    expect(out.properties?.a).toEqual({ type: 'object', properties: { x: { type: 'string' } }, required: ['x'] });
+    expect(out.properties?.b?.description).toBe('b');
+    expect(out.properties?.b?.properties?.x).toEqual({ type: 'string' });
+  });
+
+  it('turns loose objects and unknown values into preserve-unknown-fields, drops additionalProperties: false', () => {
+    const out = toStructuralSchema(z.object({ loose: z.looseObject({ a: z.string() }), any: z.unknown(), strict: z.strictObject({ b: z.string() }) }));
+    expect(out.properties?.loose?.['x-kubernetes-preserve-unknown-fields']).toBe(true);
+    expect(out.properties?.any).toEqual({ 'x-kubernetes-preserve-unknown-fields': true });
+    expect((out.properties?.strict as Record<string, unknown>).additionalProperties).toBeUndefined();
+  });
+
+  it('keeps maps as additionalProperties', () => {
+    expect(toStructuralSchema(z.record(z.string(), z.int32()))).toEqual({ type: 'object', additionalProperties: { type: 'integer', format: 'int32' } });
+  });
+
+  it('turns unions of literals into enums and nullable unions into nullable', () => {
+    const out = toStructuralSchema(z.object({ e: z.union([z.literal('a'), z.literal('b')]), n: z.string().nullable() }));
+    expect(out.properties?.e).toEqual({ type: 'string', enum: ['a', 'b'] });
+    expect(out.properties?.n).toEqual({ type: 'string', nullable: true });
+  });
+
+  it('detects int-or-string unions without the marker', () => {
+    expect(toStructuralSchema(z.union([z.int(), z.string()]))).toEqual({
+      'x-kubernetes-int-or-string': true,
+      anyOf: [{ type: 'integer' }, { type: 'string' }],
+    });
+  });
+
+  it('merges object unions', () => {
+    const out = toStructuralSchema(z.union([z.object({ a: z.string(), c: z.string() }), z.object({ b: z.string(), c: z.string() })]));
+    expect(out).toEqual({ type: 'object', properties: { a: { type: 'string' }, c: { type: 'string' }, b: { type: 'string' } }, required: ['c'] });
+  });
+
+  it('fails loudly on what a structural schema cannot hold', () => {
+    expect(() => toStructuralSchema(z.union([z.string(), z.boolean()]))).toThrow(SchemaConversionError);
+    expect(() => jsonSchemaToStructural({ type: 'array', items: [{ type: 'string' }] })).toThrow(/tuples/);
+    expect(() => jsonSchemaToStructural({ type: 'array', items: { type: 'string' }, uniqueItems: true })).toThrow(/uniqueItems/);
+    expect(() => jsonSchemaToStructural({ type: 'object', patternProperties: {} })).toThrow(/patternProperties/);
+    const Tree: z.ZodType = z.lazy(() => z.object({ children: z.array(Tree) }));
+    expect(() => toStructuralSchema(Tree)).toThrow(/recursive/);
+  });
+});

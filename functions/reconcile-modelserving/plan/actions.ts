@@ -1,0 +1,37 @@
+/**
+ * What a plan asks the handler to do. The handler applies the actions in order and stops at the first
+ * failure (the next reconcile plans again from fresh state). Creates are create-if-absent: 409
+ * AlreadyExists is success. Deletes carry the UID they were decided for, as a precondition: 404 and a
+ * failed precondition (the name now belongs to a replacement) are success too.
+ */
+import type { V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { PodGroupObject, PodGroupSpec } from './gang.js';
+
+export type Action =
+  | { kind: 'createControllerRevision'; object: V1ControllerRevision; reason: string }
+  | { kind: 'deleteControllerRevision'; name: string; uid: string; reason: string }
+  | { kind: 'createPodGroup'; podGroup: PodGroupObject; reason: string }
+  | { kind: 'updatePodGroup'; name: string; uid: string; spec: PodGroupSpec; reason: string }
+  | { kind: 'deletePodGroup'; name: string; uid: string; reason: string }
+  | { kind: 'createPod'; pod: V1Pod; reason: string }
+  | { kind: 'deletePod'; name: string; uid: string; reason: string }
+  | { kind: 'createService'; service: V1Service; reason: string }
+  | { kind: 'deleteService'; name: string; uid: string; reason: string };
+
+export type ActionKind = Action['kind'];
+
+/** A one-line description for logs and tests: `createPod ms-0-prefill-0-0`. */
+export function describeAction(a: Action): string {
+  switch (a.kind) {
+    case 'createControllerRevision':
+      return `${a.kind} ${a.object.metadata?.name ?? ''}`;
+    case 'createPodGroup':
+      return `${a.kind} ${a.podGroup.metadata.name}`;
+    case 'createPod':
+      return `${a.kind} ${a.pod.metadata?.name ?? ''}`;
+    case 'createService':
+      return `${a.kind} ${a.service.metadata?.name ?? ''}`;
+    default:
+      return `${a.kind} ${a.name}`;
+  }
+}

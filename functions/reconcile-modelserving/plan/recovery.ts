@@ -1,0 +1,91 @@
+/**
+ * Recovery policies, decided from what is observed rather than from remembered events, so any
+ * worker reaches the same decision and an interrupted recovery is finished by the next reconcile.
+ *
+ * A role instance is *broken* when
+ *  - one of its pods failed (phase Failed, or a restarted container that is not ready) and has been
+ *    unhealthy for `restartGracePeriodSeconds`;
+ *  - some of its pods are terminating while others still run (one was deleted or evicted);
+ *  - a pod is missing from an instance that was Running (it was deleted and is already gone).
+ * A pod missing from an instance that never ran is just not created yet and is simply created.
+ *
+ * Then: `ServingGroupRecreate` deletes the whole group, `RoleRecreate` the whole instance, and
+ * `None` deletes only the failed pods. In every policy a missing pod is created again afterwards
+ * (Kthena's `None` never refilled it, kthena#1661).
+ */
+import type { RecoveryPolicy } from '../../../api/modelserving.js';
+import type { ObservedRoleInstance, PodFacts } from './observed.js';
+import type { RoleState } from './role-status.js';
+
+export interface InstanceHealth {
+  broken: boolean;
+  /** Failed pods whose grace period is over. */
+  failedPods: PodFacts[];
+  /** When a failed pod's grace period ends (epoch ms), if one is still waiting. */
+  recheckAt: number | undefined;
+  reasons: string[];
+}
+
+export function instanceHealth(
+  instance: ObservedRoleInstance,
+  expectedPods: number,
+  graceSeconds: number,
+  now: number,
+  previousState: RoleState | undefined,
+): InstanceHealth {
+  const live = instance.pods.filter((p) => !p.terminating);
+  const terminating = instance.pods.filter((p) => p.terminating);
+  const reasons: string[] = [];
+  const failedPods: PodFacts[] = [];
+  let recheckAt: number | undefined;
+  const graceMs = Math.max(0, graceSeconds) * 1000;
+  for (const p of live.filter((x) => x.failed)) {
+    const due = (p.unhealthySince ?? now) + graceMs;
+    if (due <= now) {
+      failedPods.push(p);
+      reasons.push(`pod ${p.name} failed`);
+    } else recheckAt = Math.min(recheckAt ?? due, due);
+  }
+  if (live.length > 0 && terminating.length > 0) {
+    reasons.push(`pod ${terminating.map((p) => p.name).join(', ')} of a running instance is terminating`);
+  }
+  const present = new Set(instance.pods.map((p) => p.podIndex));
+  const missing = Array.from({ length: expectedPods }, (_, i) => i).filter((i) => !present.has(i));
+  if (live.length > 0 && missing.length > 0 && previousState === 'Running') {
+    reasons.push(`${missing.length} pod(s) of a running instance disappeared`);
+  }
+  return { broken: reasons.length > 0, failedPods, recheckAt, reasons };
+}
+
+export type RecoveryAction =
+  | { kind: 'none' }
+  | { kind: 'deletePods'; pods: PodFacts[] }
+  | { kind: 'recreateInstance' }
+  | { kind: 'recreateGroup' };
+
+export function recoveryFor(policy: RecoveryPolicy, health: InstanceHealth): RecoveryAction {
+  if (!health.broken) return { kind: 'none' };
+  switch (policy) {
+    case 'ServingGroupRecreate':
+      return { kind: 'recreateGroup' };
+    case 'RoleRecreate':
+      return { kind: 'recreateInstance' };
+    case 'None':
+      return health.failedPods.length ? { kind: 'deletePods', pods: health.failedPods } : { kind: 'none' };
+  }
+}
+
+/**
+ * ServingGroupRecreate also rebuilds a group that lost a whole role instance: one that is entirely
+ * terminating, or that was known and is gone, while the role has fewer live instances than it
+ * should (so it is not a scale-down).
+ */
+export function groupLostInstance(
+  instances: readonly ObservedRoleInstance[],
+  wantedReplicas: number,
+  knownGone: number,
+): boolean {
+  const live = instances.filter((i) => i.pods.some((p) => !p.terminating)).length;
+  const dying = instances.length - live;
+  return (dying > 0 || knownGone > 0) && live < wantedReplicas;
+}

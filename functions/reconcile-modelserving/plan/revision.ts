@@ -1,0 +1,149 @@
+/**
+ * Revisions: a deterministic hash of the roles' template (what rolls pods), the per-role template
+ * hash (what RoleRollingUpdate compares), and the ControllerRevision that keeps each revision's roles
+ * so partition-protected ServingGroups can be rebuilt from it.
+ *
+ * Hashes are taken over a canonical form: keys sorted, and null, empty objects and empty arrays
+ * dropped, and resource quantities written canonically. So `env: []`, `resources: {}` or `cpu: 1`
+ * versus `cpu: "1000m"` do not roll pods, and a ControllerRevision written by Kthena (Go's JSON of the
+ * same roles) hashes to the same value as the spec it came from — which is how an existing Kthena
+ * deployment is adopted without a rollout (see `revisionsEquivalentTo`).
+ */
+import type { V1ControllerRevision } from '@kubernetes/client-node';
+import { z } from 'zod';
+import { RoleSchema, type ModelServing, type Role } from '../../../api/modelserving.js';
+import { LABEL_NAME, LABEL_REVISION, controllerRevisionName } from './names.js';
+import { canonicalQuantity } from './quantity.js';
+import { controllerOwnerReference } from './owner.js';
+
+/** Fields of a role that do not change its pods: they never roll anything. */
+export function withoutRolloutFields(role: Role): Omit<Role, 'replicas' | 'maxUnavailable' | 'partition'> {
+  const { replicas: _r, maxUnavailable: _m, partition: _p, ...rest } = role;
+  return rest;
+}
+
+/** The revision of a set of roles: a hash of their templates, in order. */
+export function revisionOf(roles: readonly Role[]): string {
+  return hashOf(roles.map(withoutRolloutFields));
+}
+
+/** The template hash of one role (label `modelserving.volcano.sh/role-template-hash`). */
+export function roleTemplateHash(role: Role): string {
+  return hashOf(withoutRolloutFields(role));
+}
+
+export function hashOf(value: unknown): string {
+  return safeEncode(String(fnv1a32(canonicalJson(value))));
+}
+
+/** JSON with sorted keys and without empty values; quantities under `limits`/`requests` canonical. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(canonicalize(value, undefined)) ?? 'null';
+}
+
+const QUANTITY_MAPS = new Set(['limits', 'requests', 'overhead', 'capacity']);
+
+function canonicalize(value: unknown, parentKey: string | undefined): unknown {
+  if (value === null || value === undefined) return undefined;
+  if (Array.isArray(value)) {
+    const items = value.map((v) => canonicalize(v, undefined) ?? null);
+    return items.length ? items : undefined;
+  }
+  if (typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort()) {
+      const raw = (value as Record<string, unknown>)[key];
+      const v = parentKey !== undefined && QUANTITY_MAPS.has(parentKey) ? canonicalQuantity(raw) : canonicalize(raw, key);
+      if (v !== undefined) out[key] = v;
+    }
+    return Object.keys(out).length ? out : undefined;
+  }
+  return value;
+}
+
+function fnv1a32(text: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(text)) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash >>> 0;
+}
+
+/** The alphabet Kubernetes uses for generated suffixes (no vowels, no look-alike characters). */
+const ALPHANUMS = 'bcdfghjklmnpqrstvwxz2456789';
+
+function safeEncode(text: string): string {
+  let out = '';
+  for (const ch of text) out += ALPHANUMS[ch.charCodeAt(0) % ALPHANUMS.length];
+  return out;
+}
+
+/** The ControllerRevision that records `roles` as revision `revision` of a ModelServing. */
+export function controllerRevisionFor(ms: ModelServing, revision: string, roles: readonly Role[]): V1ControllerRevision {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'ControllerRevision',
+    metadata: {
+      name: controllerRevisionName(ms.metadata.name, revision),
+      namespace: ms.metadata.namespace,
+      labels: { [LABEL_NAME]: ms.metadata.name, [LABEL_REVISION]: revision },
+      ownerReferences: [controllerOwnerReference(ms)],
+    },
+    revision: 1,
+    // Kthena wraps the roles in an object (`data` must be a JSON object); kept for compatibility.
+    data: { data: roles },
+  };
+}
+
+export interface KnownRevision {
+  /** The revision label / ControllerRevision suffix. */
+  name: string;
+  roles: Role[];
+  /** Ripple's hash of these roles; equal to `name` for revisions Ripple wrote. */
+  canonical: string;
+  /** The ControllerRevision object, for ownership checks and clean-up. */
+  object: V1ControllerRevision;
+}
+
+const RevisionDataSchema = z.union([z.object({ data: z.array(RoleSchema) }), z.array(RoleSchema)]);
+
+/**
+ * Indexes a ModelServing's ControllerRevisions by revision. Revisions whose data does not parse as
+ * roles are reported in `unreadable` and otherwise ignored.
+ */
+export function indexRevisions(
+  msName: string,
+  revisions: readonly V1ControllerRevision[],
+): { byName: Map<string, KnownRevision>; unreadable: string[] } {
+  const byName = new Map<string, KnownRevision>();
+  const unreadable: string[] = [];
+  for (const cr of revisions) {
+    const labels = cr.metadata?.labels ?? {};
+    if (labels[LABEL_NAME] !== msName) continue;
+    const name = labels[LABEL_REVISION] ?? suffixOf(cr.metadata?.name, msName);
+    if (!name) continue;
+    const parsed = RevisionDataSchema.safeParse(cr.data);
+    if (!parsed.success) {
+      unreadable.push(cr.metadata?.name ?? name);
+      continue;
+    }
+    const roles = Array.isArray(parsed.data) ? parsed.data : parsed.data.data;
+    byName.set(name, { name, roles, canonical: revisionOf(roles), object: cr });
+  }
+  return { byName, unreadable };
+}
+
+function suffixOf(name: string | undefined, msName: string): string | undefined {
+  return name?.startsWith(`${msName}-`) ? name.slice(msName.length + 1) : undefined;
+}
+
+/**
+ * The revision labels that mean the same pods as `updateRevision`: itself, plus any recorded
+ * revision whose roles hash to it (e.g. one written by Kthena before Ripple took over).
+ */
+export function revisionsEquivalentTo(updateRevision: string, known: ReadonlyMap<string, KnownRevision>): Set<string> {
+  const out = new Set([updateRevision]);
+  for (const rev of known.values()) if (rev.canonical === updateRevision) out.add(rev.name);
+  return out;
+}

@@ -1,0 +1,152 @@
+/**
+ * `ModelServing.status`: counts, revisions and Kthena's conditions, computed from the ServingGroups
+ * as the plan leaves them (created ones included, deleting ones counted until they are gone).
+ *
+ * Differences from Kthena, on purpose:
+ *  - availability comes from the pods against the group's own revision's template, so a group in
+ *    the middle of a RoleRollingUpdate is not available (kthena#1344) and a partition-protected group
+ *    is checked against its old roles (kthena#1707);
+ *  - `currentReplicas` counts groups on `currentRevision` (StatefulSet's meaning), so it equals
+ *    `updatedReplicas` once the update revision becomes current, with or without a partition;
+ *  - exactly one of Available / Progressing / UpdateInProgress is True, and `lastTransitionTime`
+ *    moves only when a condition's status changes.
+ */
+import type { Condition, ModelServingStatus } from '../../../api/modelserving.js';
+
+export interface StatusGroup {
+  ordinal: number;
+  /** The group's effective revision (the update revision when its pods are equivalent to it). */
+  revision: string;
+  deleting: boolean;
+  available: boolean;
+}
+
+/**
+ * `currentRevision`: kept while some non-deleting group still uses it; the update revision once every
+ * group is updated (or there are none); otherwise the most common old revision (ties: lowest name).
+ */
+export function currentRevisionOf(groups: readonly StatusGroup[], updateRevision: string, previous: string | undefined): string {
+  const live = groups.filter((g) => !g.deleting);
+  const counts = new Map<string, number>();
+  for (const g of live) if (g.revision !== updateRevision) counts.set(g.revision, (counts.get(g.revision) ?? 0) + 1);
+  if (counts.size === 0) return updateRevision;
+  if (previous && counts.has(previous)) return previous;
+  return [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]?.[0] ?? updateRevision;
+}
+
+export interface ConditionInputs {
+  groups: readonly StatusGroup[];
+  updateRevision: string;
+  partition: number;
+  /** Extra explanation for a progressing ModelServing (e.g. pods no scheduler has picked up). */
+  problems: readonly string[];
+}
+
+export type ConditionType = 'Available' | 'Progressing' | 'UpdateInProgress';
+
+interface Verdict {
+  type: ConditionType;
+  reason: string;
+  message: string;
+}
+
+/** Which of the three conditions is True now, and why. */
+export function conditionVerdict(input: ConditionInputs): Verdict {
+  const progressing = input.groups.filter((g) => g.deleting || !g.available).map((g) => g.ordinal);
+  if (progressing.length === 0) {
+    return { type: 'Available', reason: 'AllGroupsReady', message: 'All ServingGroups are ready' };
+  }
+  const list = (xs: number[]) => `[${[...new Set(xs)].sort((a, b) => a - b).join(' ')}]`;
+  const extra = input.problems.length ? `; ${input.problems.join('; ')}` : '';
+  // An update is in progress while a group outside the partition is still on an old revision.
+  const outdated = input.groups.filter((g) => g.ordinal >= input.partition && g.revision !== input.updateRevision);
+  if (outdated.length > 0) {
+    const updated = input.groups.filter((g) => !g.deleting && g.revision === input.updateRevision).map((g) => g.ordinal);
+    return {
+      type: 'UpdateInProgress',
+      reason: 'GroupsUpdating',
+      message: `ServingGroups progressing: ${list(progressing)}; updated: ${list(updated)}${extra}`,
+    };
+  }
+  return { type: 'Progressing', reason: 'GroupProgressing', message: `ServingGroups progressing: ${list(progressing)}${extra}` };
+}
+
+const ALL_TYPES: ConditionType[] = ['Available', 'Progressing', 'UpdateInProgress'];
+
+/**
+ * The new condition list: the verdict's type True; the other two False when they were present
+ * (Kthena adds a condition only once it first becomes True). Conditions of other types are kept.
+ */
+export function nextConditions(
+  previous: readonly Condition[] | undefined,
+  verdict: Verdict,
+  generation: number | undefined,
+  now: string,
+): Condition[] {
+  const prev = previous ?? [];
+  const out: Condition[] = prev.filter((c) => !(ALL_TYPES as string[]).includes(c.type));
+  for (const type of ALL_TYPES) {
+    const old = prev.find((c) => c.type === type);
+    const isTrue = type === verdict.type;
+    if (!isTrue && !old) continue;
+    const status = isTrue ? 'True' : 'False';
+    const next: Condition = {
+      type,
+      status,
+      reason: isTrue ? verdict.reason : falseReason(type, verdict),
+      message: verdict.message,
+      lastTransitionTime: old && old.status === status ? old.lastTransitionTime : now,
+      ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    };
+    out.push(next);
+  }
+  return out;
+}
+
+function falseReason(type: ConditionType, verdict: Verdict): string {
+  if (type === 'Available') return verdict.reason; // not available because groups progress or update
+  return verdict.type === 'Available' ? 'AllGroupsReady' : verdict.reason;
+}
+
+export interface StatusInputs extends ConditionInputs {
+  generation: number | undefined;
+  previous: ModelServingStatus | undefined;
+  labelSelector: string;
+  now: string;
+}
+
+export function computeStatus(input: StatusInputs): ModelServingStatus {
+  const { groups, updateRevision } = input;
+  const live = groups.filter((g) => !g.deleting);
+  const currentRevision = currentRevisionOf(groups, updateRevision, input.previous?.currentRevision);
+  const status: ModelServingStatus = {
+    ...(input.previous ?? {}),
+    replicas: groups.length,
+    availableReplicas: live.filter((g) => g.available).length,
+    updatedReplicas: live.filter((g) => g.revision === updateRevision).length,
+    currentReplicas: live.filter((g) => g.revision === currentRevision).length,
+    currentRevision,
+    updateRevision,
+    labelSelector: input.labelSelector,
+    conditions: nextConditions(input.previous?.conditions, conditionVerdict(input), input.generation, input.now),
+  };
+  if (input.generation !== undefined) status.observedGeneration = input.generation;
+  return status;
+}
+
+/** Status equality for "write only when it changed" (order of conditions included). */
+export function statusEqual(a: ModelServingStatus | undefined, b: ModelServingStatus | undefined): boolean {
+  return JSON.stringify(sortKeys(a ?? {})) === JSON.stringify(sortKeys(b ?? {}));
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+    );
+  }
+  return v;
+}
