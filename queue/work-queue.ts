@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Logger } from '../runtime/log.js';
 import type { QueueMetrics } from './metrics.js';
 import { queueKeys, type QueueKeys } from './keys.js';
+import { runScript } from './run-script.js';
 import { ENQUEUE } from './scripts.js';
 
 /** The payload of every reconcile job. */
@@ -62,11 +63,11 @@ export class WorkQueue {
   /** Requests a reconcile of `key`, now or after `delayMs`. */
   async add(key: string, delayMs = 0, reason = 'event'): Promise<ScheduleResult> {
     const k = this.keys;
-    const raw = await this.opts.connection.eval(
+    const raw = await runScript(
+      this.opts.connection,
       ENQUEUE,
-      6,
-      k.pending, k.due, k.active, k.dirty, k.failures, k.seq,
-      key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix,
+      [k.pending, k.due, k.active, k.dirty, k.failures, k.seq],
+      [key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix],
     );
     this.opts.metrics?.adds.inc({ name: this.name, controller: this.name });
     const result = parseSchedule(raw);

@@ -5,6 +5,7 @@ import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import type { QueueMetrics } from './metrics.js';
+import { runScript } from './run-script.js';
 import { CLAIM, RELEASE } from './scripts.js';
 import { parseSchedule, RECONCILE_JOB, reconcileJobSchema, RESYNC_JOB, type WorkQueue } from './work-queue.js';
 
@@ -74,7 +75,7 @@ export class KeyedWorker {
     const jobId = String(job.id);
     const k = this.opts.queue.keys;
     const redis = this.opts.connection;
-    const claimed = await redis.eval(CLAIM, 4, k.pending, k.due, k.active, k.dirty, key, jobId, k.jobKeyPrefix);
+    const claimed = await runScript(redis, CLAIM, [k.pending, k.due, k.active, k.dirty], [key, jobId, k.jobKeyPrefix]);
     const m = this.opts.metrics;
     const labels = { name: this.name, controller: this.name };
     if (claimed !== 1) {
@@ -106,11 +107,11 @@ export class KeyedWorker {
     m?.reconcileTime.observe({ controller: this.name }, seconds);
 
     const backoff = this.opts.backoff ?? DEFAULT_BACKOFF;
-    const raw = await redis.eval(
+    const raw = await runScript(
+      redis,
       RELEASE,
-      6,
-      k.pending, k.due, k.active, k.dirty, k.failures, k.seq,
-      key, jobId, outcome, String(Math.round(requeueAfterMs)), String(backoff.baseMs), String(backoff.maxMs), k.jobKeyPrefix,
+      [k.pending, k.due, k.active, k.dirty, k.failures, k.seq],
+      [key, jobId, outcome, String(Math.round(requeueAfterMs)), String(backoff.baseMs), String(backoff.maxMs), k.jobKeyPrefix],
     );
     const next = parseSchedule(raw);
     await this.opts.queue.apply(key, next, outcome === 'error' ? 'retry' : outcome === 'requeue' ? 'requeue' : 'dirty');

@@ -1,0 +1,22 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+const shas = new Map<string, string>();
+
+/**
+ * Runs a Lua script by its SHA (EVALSHA), loading it on first use or after a Redis restart (NOSCRIPT).
+ * Sending the whole script on every call (EVAL) costs a parse and a hash per job on the hot path.
+ */
+export async function runScript(redis: Redis, script: string, keys: string[], args: string[]): Promise<unknown> {
+  let sha = shas.get(script);
+  if (!sha) {
+    sha = createHash('sha1').update(script).digest('hex');
+    shas.set(script, sha);
+  }
+  try {
+    return await redis.evalsha(sha, keys.length, ...keys, ...args);
+  } catch (err) {
+    if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+    return redis.eval(script, keys.length, ...keys, ...args);
+  }
+}
