@@ -13,7 +13,9 @@ fi
 
 if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
   say "installing npm packages (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  # npm ci refuses a lockfile whose optional platform packages the registry no longer serves (seen with
+  # msgpackr-extract's darwin/win32 builds); npm install resolves the same pinned versions without them.
+  npm ci --no-audit --no-fund --loglevel=error 2>/dev/null || npm install --no-audit --no-fund --loglevel=error
 fi
 
 missing=()
