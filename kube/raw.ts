@@ -50,7 +50,13 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   if (req.signal) init.signal = req.signal as RequestInit['signal'];
   const res = await fetch(url, init);
   const text = await res.text();
-  const json: unknown = text ? JSON.parse(text) : undefined;
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch (err) {
+    // An API group the server does not serve answers a plain-text 404: still an API error, with its code.
+    if (res.ok) throw err;
+  }
   if (!res.ok) {
     const status = statusSchema.safeParse(json);
     const reason = status.success ? (status.data.reason ?? '') : '';

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { WorkQueue } from '../queue/work-queue.js';
 import { eventRequestSchema, type EventSink } from './events.js';
@@ -18,9 +19,10 @@ export function eventRequestsKey(prefix: string, objectKey: string): string {
 export function queueEventSink(redis: Redis, prefix: string, queue: () => WorkQueue, now: () => number = Date.now): EventSink {
   return {
     async emit(input) {
-      const request = eventRequestSchema.parse({ ...input, at: now() });
+      const request = eventRequestSchema.parse({ ...input, at: now(), id: randomUUID() });
       const { namespace, name, kind } = request.involvedObject;
-      const objectKey = `${namespace ?? ''}/${kind}/${name}`;
+      // BullMQ rejects job ids with ':', and a few object names have one (system:… RBAC objects).
+      const objectKey = `${namespace ?? ''}/${kind}/${name}`.replaceAll(':', '%3A');
       await redis.rpush(eventRequestsKey(prefix, objectKey), JSON.stringify(request));
       await queue().add(objectKey, 0, 'event-request');
     },

@@ -25,10 +25,15 @@ export const eventRequestSchema = z.object({
   source: z.string().default('ripple'),
   /** When it happened (epoch ms), taken by the emitter so counts and timestamps are right under queueing delay. */
   at: z.number(),
+  /**
+   * Unique per emitted request, set by the sink: emit-events remembers which ids it has counted, so a
+   * request redelivered after a worker died is replayed, never counted twice.
+   */
+  id: z.string().min(1),
 });
 export type EventRequest = z.infer<typeof eventRequestSchema>;
 export type EventRequestInput = z.input<typeof eventRequestSchema>;
 
 export interface EventSink {
-  emit(request: Omit<EventRequestInput, 'at'>): Promise<void>;
+  emit(request: Omit<EventRequestInput, 'at' | 'id'>): Promise<void>;
 }

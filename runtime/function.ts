@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
 import type { KubeObject } from '../kube/object.js';
 import type { ResourceRef } from '../kube/resources.js';
 import type { WatchEvent } from '../watcher/events.js';
@@ -53,18 +54,45 @@ export interface Trigger {
   /** Limit to one namespace (e.g. the controller's ConfigMaps); a function of env so it is read at start. */
   namespace?: string;
   labelSelector?: string;
+  /**
+   * The resource may not be served (a CRD that is not installed, e.g. ServiceMonitor): while the API
+   * server answers 404 the watch counts as synced and empty instead of down, and asks again later.
+   */
+  optional?: boolean;
   predicate?: Predicate;
   map: Mapper;
 }
 
+/** What a function's metrics hook may read when /metrics is scraped (state lives in Redis, not the process). */
+export interface MetricsDeps {
+  redis: Redis;
+  prefix: string;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
 export interface FunctionDefinition {
   name: string;
-  /** The resource reconciled; the resync tick enqueues every object of it. */
-  primary: ResourceRef;
+  /**
+   * The resource reconciled; the resync tick enqueues every object of it. Absent for a function fed
+   * only by other functions (emit-events): it then has no resync tick.
+   */
+  primary?: ResourceRef;
+  /**
+   * Resync only primaries matching this label selector (ops-lifecycle: Pods with kusionstack.io/control=true),
+   * so a function that owns a labelled slice of a big resource does not enqueue every object of it each tick.
+   */
+  primaryLabelSelector?: string;
   triggers: Trigger[];
   reconcile: Handler;
   /** Resync interval; default 60 s. A function may change it live (the autoscaler's GLOBAL_OPT_INTERVAL). */
   resyncIntervalMs?: number;
   /** Concurrent reconciles per worker process. */
   concurrency?: number;
+  /**
+   * Keys the resync tick enqueues instead of every primary object: for a function whose tick must run
+   * one global step first (the autoscaler's optimization cycle), which then enqueues the primaries.
+   */
+  tickKeys?: string[];
+  /** Registers the function's own collectors on the process registry that /metrics serves. */
+  metrics?: (registry: Registry, deps: MetricsDeps) => void;
 }

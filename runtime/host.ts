@@ -6,8 +6,8 @@ import { collectionPath } from '../kube/resources.js';
 import { objectKey, parseObjectKey } from '../queue/keys.js';
 import type { QueueMetrics } from '../queue/metrics.js';
 import { upsertResync } from '../queue/resync.js';
-import { KeyedWorker } from '../queue/worker.js';
-import { WorkQueue } from '../queue/work-queue.js';
+import { KeyedWorker, type KeyedWorkerOptions, type ReconcileInfo, type ReconcileOutcome } from '../queue/worker.js';
+import { WorkQueue, type ScheduleResult } from '../queue/work-queue.js';
 import { EMIT_EVENTS, queueEventSink } from './event-sink.js';
 import type { FunctionDefinition, HandlerContext } from './function.js';
 import type { Logger } from './log.js';
@@ -38,10 +38,14 @@ export class FunctionHost {
   private readonly queues = new Map<string, WorkQueue>();
   private readonly workers: KeyedWorker[] = [];
   private readonly extraConnections: Redis[] = [];
+  private closing = false;
 
   constructor(private readonly opts: HostOptions) {
     this.prefix = opts.prefix ?? 'ripple';
     this.redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+    if (opts.metrics) {
+      for (const f of opts.functions) f.metrics?.(opts.metrics.registry, { redis: this.redis, prefix: this.prefix, env: opts.env ?? process.env });
+    }
   }
 
   get functions(): FunctionDefinition[] {
@@ -72,8 +76,20 @@ export class FunctionHost {
     await this.queue(fn).add(key, delayMs, reason);
   }
 
-  /** Starts workers for the named functions (all when none are named). */
-  startWorkers(names?: string[]): void {
+  /**
+   * Runs one function's handler for one key with the same context a worker gives it. Workers and the
+   * HTTP function transport both call this, so a handler cannot tell how it was invoked.
+   */
+  runHandler(def: FunctionDefinition, info: Pick<ReconcileInfo, 'key' | 'reason' | 'log'>): Promise<ReconcileOutcome | void> {
+    return def.reconcile({ key: info.key, reason: info.reason, ...parseObjectKey(info.key) }, this.context(info.log));
+  }
+
+  /**
+   * Starts workers for the named functions (all when none are named). `via` replaces the in-process
+   * handler with another reconcile (the dispatcher's HTTP call); claim, release and backoff stay the
+   * KeyedWorker's, so the queue contracts hold either way.
+   */
+  startWorkers(names?: string[], opts: { via?: (def: FunctionDefinition) => KeyedWorkerOptions['reconcile'] } = {}): void {
     const defs = names?.length ? names.map((n) => this.definition(n)) : this.opts.functions;
     for (const def of defs) {
       const queue = this.queue(def.name);
@@ -88,28 +104,43 @@ export class FunctionHost {
         stalledIntervalMs: this.opts.stalledIntervalMs,
         metrics: this.opts.metrics,
         log: this.opts.log.child({ function: def.name }),
-        reconcile: ({ key, reason, log }) => def.reconcile({ key, reason, ...parseObjectKey(key) }, this.context(log)),
+        reconcile: opts.via?.(def) ?? ((info) => this.runHandler(def, info)),
         resync: () => this.resync(def.name),
       });
       this.workers.push(worker);
-      this.opts.log.info({ function: def.name, concurrency: def.concurrency ?? 4 }, 'worker started');
+      this.opts.log.info({ function: def.name, concurrency: def.concurrency ?? 4, dispatched: opts.via !== undefined }, 'worker started');
     }
   }
 
   /** Installs (or updates) every function's resync tick. Safe to call from every replica. */
   async scheduleResyncs(): Promise<void> {
-    for (const def of this.opts.functions) await upsertResync(this.queue(def.name), def.resyncIntervalMs ?? 60_000);
+    for (const def of this.opts.functions) {
+      if (def.primary) await upsertResync(this.queue(def.name), def.resyncIntervalMs ?? 60_000);
+    }
   }
 
-  /** Enqueues every primary object of a function; returns how many. */
-  async resync(fn: string, reason = 'resync'): Promise<number> {
+  /** True while every started worker is running (for readiness). */
+  workersRunning(): boolean {
+    return !this.closing && this.workers.every((w) => w.worker.isRunning());
+  }
+
+  /** Enqueues every primary object of a function (or its `tickKeys`); returns how many. `onEnqueued` sees each key (the ops API reports them). */
+  async resync(fn: string, reason = 'resync', onEnqueued?: (key: string, result: ScheduleResult) => void): Promise<number> {
     const def = this.definition(fn);
+    if (def.tickKeys) {
+      for (const key of def.tickKeys) onEnqueued?.(key, await this.queue(fn).add(key, 0, reason));
+      return def.tickKeys.length;
+    }
+    const primary = def.primary;
+    if (!primary) return 0;
     let n = 0;
     let cont: string | undefined;
     do {
-      const page = listSchema.parse(await kubeRequest(this.opts.kc, collectionPath(def.primary, this.opts.namespace), { query: { limit: 500, continue: cont } }));
+      const page = listSchema.parse(await kubeRequest(this.opts.kc, collectionPath(primary, this.opts.namespace), { query: { limit: 500, continue: cont, labelSelector: def.primaryLabelSelector } }));
       for (const item of page.items) {
-        await this.queue(fn).add(objectKey(item.metadata.namespace, item.metadata.name), 0, reason);
+        const key = objectKey(item.metadata.namespace, item.metadata.name);
+        const result = await this.queue(fn).add(key, 0, reason);
+        onEnqueued?.(key, result);
         n++;
       }
       cont = page.metadata.continue || undefined;
@@ -132,6 +163,7 @@ export class FunctionHost {
 
   /** Graceful: workers finish in-flight reconciles, then connections close. */
   async close(): Promise<void> {
+    this.closing = true;
     await Promise.all(this.workers.splice(0).map((w) => w.close()));
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();

@@ -6,3 +6,4 @@ export * from './phase.js';
 export * from './grace.js';
 export * from './engine.js';
 export * from './kstatus.js';
+export * from './write.js';

@@ -28,7 +28,7 @@ function request(overrides: Partial<EventRequest> = {}): EventRequest {
     type: 'Normal',
     reason: 'RoleCreating',
     message: 'Role prefill/prefill-0 in ServingGroup llama-0 is now Creating',
-    source: { component: 'modelserving-controller' },
+    source: 'modelserving-controller',
     ...overrides,
   };
 }
@@ -228,7 +228,7 @@ describe('aggregation of similar events (client-go EventAggregator)', () => {
       const r = request({ message: msgs[i]! });
       const variant =
         i % 3 === 0
-          ? { ...r, source: { component: 'other-controller' } }
+          ? { ...r, source: 'other-controller' }
           : i % 3 === 1
             ? { ...r, reason: 'RoleRunning' }
             : r;

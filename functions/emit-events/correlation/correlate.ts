@@ -52,9 +52,9 @@ function buildEvent(request: EventRequest, record: ObservationRecord, message: s
     count: record.count,
     firstTimestamp: formatEventTime(record.firstTimestampMs),
     lastTimestamp: formatEventTime(record.lastTimestampMs),
-    source: request.source,
-    reportingComponent: request.source.component,
-    reportingInstance: request.source.host ?? '',
+    source: { component: request.source },
+    reportingComponent: request.source,
+    reportingInstance: '',
   };
   if (request.action !== undefined) event.action = request.action;
   if (request.related !== undefined) event.related = request.related;

@@ -1,35 +1,15 @@
-import { z } from 'zod';
-
-/** core/v1 ObjectReference, as far as Events use it. */
-export const ObjectReferenceSchema = z.object({
-  apiVersion: z.string().min(1),
-  kind: z.string().min(1),
-  name: z.string().min(1),
-  /** Empty or absent for cluster-scoped objects; their Events go to `default`, as client-go does. */
-  namespace: z.string().optional(),
-  uid: z.string().optional(),
-  fieldPath: z.string().optional(),
-  resourceVersion: z.string().optional(),
-});
-export type ObjectReference = z.infer<typeof ObjectReferenceSchema>;
+import type { EventRequest as EmittedRequest } from '../../../runtime/events.js';
 
 /**
- * What a function enqueues to have an Event recorded (the emit-events job payload).
- * `source.host` should be the same for every replica of a function (empty by default): it is part
- * of every correlation key, and a per-pod host would make replicas count separately.
+ * What the correlator reads of an emitted request (runtime/events.ts, the one schema every function
+ * emits with, validated there): everything but the delivery fields `id` and `at`, which the handler
+ * uses for idempotency and as the clock. No `source.host`: it would be part of every correlation key,
+ * and a per-pod host would make replicas count separately, so Events carry an empty reportingInstance.
  */
-export const EventRequestSchema = z.object({
-  involvedObject: ObjectReferenceSchema,
-  /** client-go drops any other type; here the payload is rejected instead. */
-  type: z.enum(['Normal', 'Warning']),
-  reason: z.string().min(1).max(128),
-  message: z.string().max(32768),
-  source: z.object({ component: z.string().min(1), host: z.string().optional() }),
-  /** events.k8s.io-style fields core/v1 Events also carry; not part of any correlation key. */
-  action: z.string().max(128).optional(),
-  related: ObjectReferenceSchema.optional(),
-});
-export type EventRequest = z.infer<typeof EventRequestSchema>;
+export type EventRequest = Omit<EmittedRequest, 'id' | 'at'>;
+
+/** core/v1 ObjectReference, as far as Events use it. */
+export type ObjectReference = EventRequest['involvedObject'];
 
 /** The core/v1 Event body to create. */
 export interface CoreEvent {
@@ -47,7 +27,7 @@ export interface CoreEvent {
   reportingComponent: string;
   reportingInstance: string;
   action?: string;
-  related?: ObjectReference;
+  related?: NonNullable<EventRequest['related']>;
 }
 
 export function eventNamespace(request: EventRequest): string {

@@ -12,8 +12,7 @@ export function eventKey(r: EventRequest): string {
   const o = r.involvedObject;
   return JSON.stringify([
     'event',
-    r.source.component,
-    r.source.host ?? '',
+    r.source,
     o.kind,
     o.namespace ?? '',
     o.name,
@@ -28,14 +27,13 @@ export function eventKey(r: EventRequest): string {
 
 /**
  * Similar events (all but the message): source, involved object without fieldPath, type, reason,
- * reporting controller and instance (which the core/v1 recorder sets from the source).
+ * reporting controller (which the core/v1 recorder sets from the source; the instance is always empty).
  */
 export function aggregateKey(r: EventRequest): string {
   const o = r.involvedObject;
   return JSON.stringify([
     'aggregate',
-    r.source.component,
-    r.source.host ?? '',
+    r.source,
     o.kind,
     o.namespace ?? '',
     o.name,
@@ -43,8 +41,7 @@ export function aggregateKey(r: EventRequest): string {
     o.apiVersion,
     r.type,
     r.reason,
-    r.source.component,
-    r.source.host ?? '',
+    r.source,
   ]);
 }
 
@@ -53,8 +50,7 @@ export function spamKey(r: EventRequest): string {
   const o = r.involvedObject;
   return JSON.stringify([
     'spam',
-    r.source.component,
-    r.source.host ?? '',
+    r.source,
     o.kind,
     o.namespace ?? '',
     o.name,
@@ -96,9 +92,7 @@ export interface CorrelationRedisKeys {
  * expired reads as absent, which `correlate` also treats a stale one as.
  */
 export function correlationRedisKeys(r: EventRequest, prefix = DEFAULT_KEY_PREFIX): CorrelationRedisKeys {
-  const o = r.involvedObject;
-  const object = sha256Hex(JSON.stringify([o.apiVersion, o.kind, o.namespace ?? '', o.name, o.uid ?? ''])).slice(0, 16);
-  const base = `${prefix}:{${object}}`;
+  const base = objectBase(r, prefix);
   const h = (key: string) => sha256Hex(key).slice(0, 32);
   return {
     aggregate: `${base}:agg:${h(aggregateKey(r))}`,
@@ -106,4 +100,19 @@ export function correlationRedisKeys(r: EventRequest, prefix = DEFAULT_KEY_PREFI
     aggregateObservation: `${base}:obs:${h(aggregateKey(r))}`,
     spam: `${base}:spam:${h(spamKey(r))}`,
   };
+}
+
+function objectBase(r: EventRequest, prefix: string): string {
+  const o = r.involvedObject;
+  const object = sha256Hex(JSON.stringify([o.apiVersion, o.kind, o.namespace ?? '', o.name, o.uid ?? ''])).slice(0, 16);
+  return `${prefix}:{${object}}`;
+}
+
+/**
+ * Where the handler remembers that the request with this id was correlated, and what it decided. In
+ * the same hash tag as the request's correlation keys, so the check and the state write are one
+ * atomic step even on Redis Cluster.
+ */
+export function requestMarkerKey(r: EventRequest, requestId: string, prefix = DEFAULT_KEY_PREFIX): string {
+  return `${objectBase(r, prefix)}:done:${sha256Hex(requestId).slice(0, 32)}`;
 }

@@ -13,7 +13,7 @@ const req: EventRequest = {
   type: 'Warning',
   reason: 'MetricsUnavailable',
   message: 'prometheus unreachable',
-  source: { component: 'wva', host: '' },
+  source: 'wva',
 };
 
 describe('keys', () => {

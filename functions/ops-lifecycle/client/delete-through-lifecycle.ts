@@ -1,0 +1,118 @@
+import { deletePodExactly, patchPodMetadata, readPod, retryOnConflict } from '../pod-access/pod-api.js';
+import type { PodRef } from '../pod-access/pod.js';
+import {
+  allowOps,
+  begin,
+  clearPreparingToDelete,
+  isControlled,
+  markPreparingToDelete,
+  OperationTypes,
+  undo,
+  type OperationAdapter,
+} from '../protocol/index.js';
+import { nowNanos, type LifecycleClientDeps } from './deps.js';
+
+/**
+ * The adapter an owner (ModelServing) deletes its Pods with: one ID for the owner, so its rounds never pile up
+ * on a Pod, and `preparing-to-delete` announced on begin (taken back on cancel) like kuperator's delete and
+ * scale-in adapters. Use one type per ID: begin refuses an ID that is running under another type.
+ */
+export function deletionAdapter(id = 'modelserving', type: string = OperationTypes.delete): OperationAdapter {
+  return { id, type, allowMultiType: true, whenBegin: markPreparingToDelete, whenUndo: clearPreparingToDelete };
+}
+
+export interface DeleteThroughLifecycleOptions {
+  /** Default deletionAdapter(). */
+  adapter?: OperationAdapter;
+  /** Wait this long after `operate` was granted before deleting. */
+  operationDelaySeconds?: number;
+  /**
+   * While waiting on the lifecycle or on cooperators, ask again after this long (default 2 s). The owner may
+   * not be woken by Pod label changes (its predicates are its own), so the result always says when to look again.
+   */
+  pollMs?: number;
+}
+
+export type DeleteThroughLifecycleResult =
+  | {
+      state: 'deleted';
+      /** gone: no such Pod (or another uid); deleting: already being deleted; deleted: deleted now; uncontrolled:
+       * deleted now without a lifecycle, because the Pod does not take part in one. */
+      how: 'gone' | 'deleting' | 'deleted' | 'uncontrolled';
+    }
+  | {
+      state: 'waiting';
+      /** Begun: the lifecycle was just started; Preparing: cooperators are draining the Pod; OperationDelay. */
+      stage: 'Begun' | 'Preparing' | 'OperationDelay';
+      requeueAfterMs: number;
+    };
+
+/**
+ * Deletes a Pod the PodOpsLifecycle way, as one non-blocking step of the owner's reconcile:
+ * begin → (wait until allowOps) → delete. Call it on every reconcile until it answers `deleted`; while it answers
+ * `waiting`, return its requeueAfterMs. Every write is preconditioned (the delete on uid and resourceVersion), so
+ * a Pod a cooperator took back in between is not deleted. A Pod without `kusionstack.io/control=true` is deleted
+ * at once: nothing would ever advance its lifecycle.
+ */
+export async function deleteThroughLifecycle(
+  deps: LifecycleClientDeps,
+  ref: PodRef,
+  opts: DeleteThroughLifecycleOptions = {},
+): Promise<DeleteThroughLifecycleResult> {
+  const adapter = opts.adapter ?? deletionAdapter();
+  const pollMs = opts.pollMs ?? 2_000;
+  return retryOnConflict(
+    `delete through lifecycle ${ref.namespace}/${ref.name}`,
+    async (): Promise<DeleteThroughLifecycleResult> => {
+      const pod = await readPod(deps.kc, ref);
+      if (pod === undefined) return { state: 'deleted', how: 'gone' };
+      if (pod.metadata.deletionTimestamp !== undefined) return { state: 'deleted', how: 'deleting' };
+      const labels = pod.metadata.labels ?? {};
+      if (!isControlled(labels)) {
+        await deletePodExactly(deps.kc, pod);
+        return { state: 'deleted', how: 'uncontrolled' };
+      }
+      const now = nowNanos(deps);
+      const metadata = { labels, annotations: pod.metadata.annotations ?? {} };
+      // begin is idempotent while the ID runs: calling it every time also restores a whenBegin mark someone removed.
+      const begun = begin(metadata, adapter, { now });
+      if (begun.changed) {
+        await patchPodMetadata(deps.kc, pod, begun.patch);
+        return { state: 'waiting', stage: 'Begun', requeueAfterMs: pollMs };
+      }
+      const answer = allowOps(metadata, adapter, { now, operationDelaySeconds: opts.operationDelaySeconds });
+      if (!answer.allowed) {
+        return answer.requeueAfterMs !== undefined
+          ? { state: 'waiting', stage: 'OperationDelay', requeueAfterMs: answer.requeueAfterMs }
+          : { state: 'waiting', stage: 'Preparing', requeueAfterMs: pollMs };
+      }
+      await deletePodExactly(deps.kc, pod);
+      return { state: 'deleted', how: 'deleted' };
+    },
+    deps.maxAttempts,
+  );
+}
+
+/**
+ * The owner changed its mind (scaled back up, rolled back): cancel its lifecycle on the Pod so the Pod returns to
+ * service. Returns false when there was nothing to cancel.
+ */
+export async function cancelDeleteThroughLifecycle(
+  deps: LifecycleClientDeps,
+  ref: PodRef,
+  opts: { adapter?: OperationAdapter } = {},
+): Promise<boolean> {
+  const adapter = opts.adapter ?? deletionAdapter();
+  return retryOnConflict(
+    `cancel delete through lifecycle ${ref.namespace}/${ref.name}`,
+    async () => {
+      const pod = await readPod(deps.kc, ref);
+      if (pod === undefined || pod.metadata.deletionTimestamp !== undefined) return false;
+      const undone = undo({ labels: pod.metadata.labels ?? {}, annotations: pod.metadata.annotations ?? {} }, adapter, { now: nowNanos(deps) });
+      if (!undone.changed) return false;
+      await patchPodMetadata(deps.kc, pod, undone.patch);
+      return true;
+    },
+    deps.maxAttempts,
+  );
+}

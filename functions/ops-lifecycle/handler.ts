@@ -1,0 +1,87 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { HandlerContext, ReconcileRequest, ReconcileResult } from '../../runtime/function.js';
+import { patchPodMetadata, patchServiceReady, readPod, readServiceSelector } from './pod-access/pod-api.js';
+import { podStateOf, type LifecyclePod } from './pod-access/pod.js';
+import {
+  expectationsToVerify,
+  isEmptyDiff,
+  isServiceExpectationStale,
+  liveLifecycles,
+  nanosFromDate,
+  parseLifecycleView,
+  planReconcile,
+  type PodState,
+} from './protocol/index.js';
+
+/** Reported as the Event source, so `kubectl describe pod` says who flipped the gate. */
+const EVENT_SOURCE = 'ops-lifecycle';
+
+/**
+ * Expected finalizers of Services that are gone or no longer select the Pod: their cooperation controller will
+ * never add them back, so they must not hold the Pod. Only looked up when the answer matters (no lifecycle, or
+ * one completing), because during preparing/operating every cooperator's finalizer is missing on purpose.
+ */
+async function staleExpectations(kc: KubeConfig, pod: PodState): Promise<string[]> {
+  const live = liveLifecycles(parseLifecycleView(pod.labels));
+  const waitsOnExpectations = live.length === 0 || live.some((e) => e.stage === 'completing');
+  if (!waitsOnExpectations) return [];
+  const stale: string[] = [];
+  for (const e of expectationsToVerify(pod)) {
+    const service = await readServiceSelector(kc, e.service.namespace, e.service.name);
+    if (isServiceExpectationStale(service, pod.labels)) stale.push(e.key);
+  }
+  return stale;
+}
+
+/**
+ * One step of the PodOpsLifecycle for one Pod: read it fresh, plan (protocol/planReconcile), then write the
+ * label/annotation changes and the service-ready condition, each preconditioned on the resourceVersion the plan
+ * was made from. A 409 propagates: the queue retries with backoff and the retry plans from the newer Pod.
+ *
+ * The watch event of each write brings the next step, so nothing here is timed: operation delays belong to
+ * the operator (client/allowOps returns how long to wait), and waits on cooperators end with their writes.
+ */
+export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Promise<ReconcileResult | void> {
+  if (req.namespace === undefined) return;
+  const pod = await readPod(ctx.kc, { namespace: req.namespace, name: req.name });
+  if (pod === undefined) return;
+  const state = podStateOf(pod);
+
+  const plan = planReconcile({
+    pod: state,
+    now: nanosFromDate(ctx.now()),
+    staleExpectationKeys: state.deleting ? [] : await staleExpectations(ctx.kc, state),
+  });
+  if (plan.skipped !== undefined || !plan.changed) return;
+  // Only when something moves, so a Pod without the gate is not reported on every resync.
+  for (const warning of plan.warnings) ctx.log.warn({ warning }, 'pod lifecycle problem');
+
+  let written: LifecyclePod = pod;
+  if (!isEmptyDiff(plan.labels) || !isEmptyDiff(plan.annotations)) {
+    written = await patchPodMetadata(ctx.kc, pod, { labels: plan.labels, annotations: plan.annotations });
+  }
+  // After the labels: the gate follows the labels just written, and its own watch event is what lets a
+  // preparing ID move to operate (never on a gate value the same plan is about to write).
+  if (plan.serviceReady !== undefined) written = await patchServiceReady(ctx.kc, written, plan.serviceReady);
+
+  for (const e of plan.events) {
+    await ctx.events.emit({
+      involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: req.namespace, name: req.name, uid: pod.metadata.uid },
+      type: e.type,
+      reason: e.reason,
+      message: e.message,
+      source: EVENT_SOURCE,
+    });
+  }
+  ctx.log.info(
+    {
+      phase: plan.view.phase,
+      ids: plan.view.lifecycles.map((l) => `${l.id}:${l.stage}`),
+      set: Object.keys(plan.labels.set),
+      removed: plan.labels.remove,
+      serviceReady: plan.serviceReady?.status,
+      resourceVersion: written.metadata.resourceVersion,
+    },
+    'lifecycle advanced',
+  );
+}

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../kube/object.js';
+import { Resources, type ResourceRef } from '../../kube/resources.js';
+import { passes } from '../../watcher/predicates.js';
+import { AVAILABLE_CONDITIONS_ANNOTATION, CONTROL_LABEL, SERVICE_READY_CONDITION } from './protocol/index.js';
+import { lifecycleInputsChanged, mapServiceToExpectingPods, serviceExpectationMayBeStale } from './triggers.js';
+
+function pod(over: { labels?: Record<string, string>; annotations?: Record<string, string>; conditions?: Array<[string, string]>; podIP?: string } = {}): KubeObject {
+  return {
+    metadata: { name: 'p', namespace: 'ns', labels: { [CONTROL_LABEL]: 'true', ...over.labels }, annotations: over.annotations },
+    status: { podIP: over.podIP, conditions: (over.conditions ?? []).map(([type, status]) => ({ type, status })) },
+  };
+}
+
+describe('lifecycleInputsChanged', () => {
+  const update = (old: KubeObject, object: KubeObject) => passes(lifecycleInputsChanged, { type: 'update', old, object });
+
+  it('passes label, annotation and condition-status changes', () => {
+    expect(update(pod(), pod({ labels: { x: '1' } }))).toBe(true);
+    expect(update(pod(), pod({ annotations: { a: 'b' } }))).toBe(true);
+    expect(update(pod({ conditions: [[SERVICE_READY_CONDITION, 'True']] }), pod({ conditions: [[SERVICE_READY_CONDITION, 'False']] }))).toBe(true);
+    expect(update(pod({ conditions: [['Ready', 'True']] }), pod({ conditions: [['Ready', 'False']] }))).toBe(true);
+  });
+
+  it('drops updates the plan does not depend on, and deletes', () => {
+    expect(update(pod({ podIP: '10.0.0.1' }), pod({ podIP: '10.0.0.2' }))).toBe(false);
+    expect(passes(lifecycleInputsChanged, { type: 'delete', object: pod(), synthetic: false })).toBe(false);
+    expect(passes(lifecycleInputsChanged, { type: 'create', object: pod() })).toBe(true);
+  });
+});
+
+describe('Service trigger', () => {
+  const svc = (selector: Record<string, string>): KubeObject => ({ metadata: { name: 'web', namespace: 'ns' }, spec: { selector } });
+
+  it('fires on delete and on a selector change only', () => {
+    expect(passes(serviceExpectationMayBeStale, { type: 'delete', object: svc({ a: '1' }), synthetic: false })).toBe(true);
+    expect(passes(serviceExpectationMayBeStale, { type: 'update', old: svc({ a: '1' }), object: svc({ a: '2' }) })).toBe(true);
+    expect(passes(serviceExpectationMayBeStale, { type: 'update', old: svc({ a: '1' }), object: svc({ a: '1' }) })).toBe(false);
+    expect(passes(serviceExpectationMayBeStale, { type: 'create', object: svc({ a: '1' }) })).toBe(false);
+  });
+
+  it('maps to the Pods that expect a finalizer on its behalf', () => {
+    const expecting = { ...pod({ annotations: { [AVAILABLE_CONDITIONS_ANNOTATION]: JSON.stringify({ expectedFinalizers: { 'Service/ns/web': 'prot.podopslifecycle.kusionstack.io/x' } }) } }) };
+    expecting.metadata = { ...expecting.metadata, name: 'a' };
+    const other = pod({ annotations: { [AVAILABLE_CONDITIONS_ANNOTATION]: JSON.stringify({ expectedFinalizers: { 'Service/ns/db': 'f' } }) } });
+    const broken = pod({ annotations: { [AVAILABLE_CONDITIONS_ANNOTATION]: '{' } });
+    const list = (resource: ResourceRef, namespace?: string) =>
+      resource.plural === Resources.pod.plural && namespace === 'ns' ? [expecting, other, broken] : [];
+    expect(mapServiceToExpectingPods({ type: 'delete', object: svc({}), synthetic: false }, { list })).toEqual(['ns/a']);
+  });
+});

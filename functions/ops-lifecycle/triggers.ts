@@ -1,0 +1,74 @@
+import { isDeepStrictEqual } from 'node:util';
+import { z } from 'zod';
+import type { KubeObject } from '../../kube/object.js';
+import { Resources } from '../../kube/resources.js';
+import type { Mapper } from '../../runtime/function.js';
+import type { Predicate } from '../../watcher/predicates.js';
+import { storeKey } from '../../watcher/store.js';
+import { lifecyclePodSchema } from './pod-access/pod.js';
+import { CONTROL_LABEL, CONTROL_LABEL_VALUE, expectationKey, parseAvailableConditions } from './protocol/index.js';
+
+/** Server-side selector of the Pods that take part; the watch and the resync list only these. */
+export const CONTROLLED_PODS_SELECTOR = `${CONTROL_LABEL}=${CONTROL_LABEL_VALUE}`;
+
+/**
+ * What the lifecycle's plan depends on. Anything else on a Pod (container statuses, IPs, probe times) changes
+ * nothing the reconciler would do, so those updates are not worth a reconcile.
+ */
+function lifecycleInputs(obj: KubeObject): unknown {
+  const parsed = lifecyclePodSchema.safeParse(obj);
+  // Unreadable: let it through, the handler reads the Pod fresh and reports what is wrong with it.
+  if (!parsed.success) return obj;
+  const pod = parsed.data;
+  return {
+    labels: pod.metadata.labels ?? {},
+    annotations: pod.metadata.annotations ?? {},
+    finalizers: pod.metadata.finalizers ?? [],
+    deleting: pod.metadata.deletionTimestamp !== undefined,
+    conditions: (pod.status?.conditions ?? []).map((c) => [c.type, c.status]),
+  };
+}
+
+/**
+ * Pod events worth a reconcile. Deletes are dropped: a deleted Pod, or one whose control label went (the
+ * label-selected watch reports that as a delete), has no lifecycle left to drive.
+ */
+export const lifecycleInputsChanged: Predicate = {
+  update: (e) => !isDeepStrictEqual(lifecycleInputs(e.old), lifecycleInputs(e.object)),
+  delete: () => false,
+};
+
+const serviceSelectorSchema = z.object({
+  spec: z.object({ selector: z.record(z.string(), z.string()).optional() }).passthrough().optional(),
+});
+
+function selectorOf(obj: KubeObject): Record<string, string> {
+  const parsed = serviceSelectorSchema.safeParse(obj);
+  return parsed.success ? (parsed.data.spec?.selector ?? {}) : {};
+}
+
+/**
+ * Service events that can make an expected finalizer stale: the Service went away, or its selector changed so it
+ * may no longer select the Pod. Pods waiting on such a Service (completing, or not yet service-available) must be
+ * looked at again at once; no Pod event would bring them back before the next resync.
+ */
+export const serviceExpectationMayBeStale: Predicate = {
+  create: () => false,
+  update: (e) => !isDeepStrictEqual(selectorOf(e.old), selectorOf(e.object)),
+  delete: () => true,
+  generic: () => false,
+};
+
+/** The controlled Pods whose available-conditions annotation expects a finalizer on behalf of this Service. */
+export const mapServiceToExpectingPods: Mapper = (e, ctx) => {
+  const namespace = e.object.metadata.namespace;
+  if (namespace === undefined) return [];
+  const key = expectationKey({ kind: 'Service', namespace, name: e.object.metadata.name });
+  return ctx
+    .list(Resources.pod, namespace)
+    .filter((pod) => {
+      const parsed = parseAvailableConditions(pod.metadata.annotations ?? {});
+      return parsed.ok && parsed.value?.expectedFinalizers?.[key] !== undefined;
+    })
+    .map((pod) => storeKey(pod));
+};
