@@ -11,6 +11,7 @@
  * `x-kubernetes-preserve-unknown-fields`, and we only check what the controller itself relies on.
  */
 import { z } from 'zod';
+import { PhaseSchema } from '../status/schema.js';
 import type { CrdOptions } from './crd.js';
 
 export const MODEL_SERVING_GROUP = 'workload.serving.volcano.sh';
@@ -276,6 +277,8 @@ export const ConditionSchema = z.object({
 export type Condition = z.infer<typeof ConditionSchema>;
 
 export const ModelServingStatusSchema = z.object({
+  // Ripple's unified status (seed 002) beside Kthena's fields; without it in the CRD the API server prunes it.
+  phase: PhaseSchema.optional().describe('Summary of the conditions: Pending, Starting, Ready, Degraded, Failed or NotAvailable.'),
   observedGeneration: z.int().optional().meta({ format: 'int64' }),
   replicas: z.int32().optional().describe('ServingGroups that exist (updated or not, ready or not, including deleting ones).'),
   currentReplicas: z.int32().optional().describe('ServingGroups not on the update revision.'),

@@ -1,0 +1,375 @@
+// Converge 20 ModelServings (2 ServingGroups × 2 roles × 1 entry + 1 worker each: 8 pods and 4
+// headless Services per ModelServing) to Available on the sandbox with Ripple's watcher and workers
+// running in this process, beside a baseline that creates the same 160 pods and 80 Services directly
+// with the same client concurrency and waits for the pods to be Ready (the floor: no controller can
+// do it with fewer writes). Reports time to converge, the ratio, and API requests per converged
+// ModelServing, counted on this process's HTTPS client (every API request Ripple makes goes through
+// `https.request`; the benchmark's own requests are tagged and left out).
+//
+// Not a test: `npm run bench` (or `npm run bench -- modelserving-converge`). Results:
+// bench/results/modelserving-converge.{json,md}. Env: BENCH_MS (20), BENCH_ROUNDS (2).
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { Redis } from 'ioredis';
+import { definition as emitEvents } from '../functions/emit-events/definition.js';
+import { definition as modelServing } from '../functions/reconcile-modelserving/definition.js';
+import { modelServingConfig } from '../functions/reconcile-modelserving/config.js';
+import { loadKubeConfig } from '../kube/config.js';
+import { kubeRequest } from '../kube/raw.js';
+import { collectionPath, Resources } from '../kube/resources.js';
+import { FunctionHost } from '../runtime/host.js';
+import { createLogger } from '../runtime/log.js';
+import { startControlPlane } from '../sandbox/control-plane.js';
+import { startRedis } from '../sandbox/redis.js';
+import { Watcher } from '../watcher/watcher.js';
+import { nowMs, round } from './stats.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..');
+const COUNT = Number(process.env.BENCH_MS ?? 20);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const GROUPS = 2;
+const ROLES = ['prefill', 'decode'];
+const IMAGE = 'registry.k8s.io/pause:3.10';
+const config = modelServingConfig(process.env);
+// Ripple's most requests in flight: reconciles per worker × requests per reconcile's stage.
+const CLIENT_CONCURRENCY = config.MODELSERVING_CONCURRENCY * config.MODELSERVING_APPLY_CONCURRENCY;
+
+// ---------------------------------------------------------------------------------------------
+// Request counting: every API request of this process, by who made it and what kind it was.
+
+const who = new AsyncLocalStorage<'bench'>();
+type Kind = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'update' | 'delete' | 'event';
+let counts: Record<Kind, number> = fresh();
+function fresh(): Record<Kind, number> {
+  return { get: 0, list: 0, watch: 0, create: 0, patch: 0, update: 0, delete: 0, event: 0 };
+}
+
+function classify(method: string, pathAndQuery: string): Kind {
+  const [p = '', q = ''] = pathAndQuery.split('?');
+  if (/\/events(\/|$)/.test(p)) return 'event';
+  if (method === 'POST') return 'create';
+  if (method === 'PATCH') return 'patch';
+  if (method === 'PUT') return 'update';
+  if (method === 'DELETE') return 'delete';
+  if (/(^|&)watch=(true|1)/.test(q)) return 'watch';
+  // A collection path ends in a plural; an object path has one more segment.
+  const segments = p.split('/').filter(Boolean);
+  const collection = (segments[0] === 'api' ? segments.length - 2 : segments.length - 3) % 2 === 1;
+  return collection ? 'list' : 'get';
+}
+
+const originalRequest = https.request;
+(https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
+  // node-fetch (under client-node and kube/raw.ts) calls request(options) with an options object.
+  const first: unknown = args[0];
+  if (who.getStore() === undefined && typeof first === 'object' && first !== null && !(first instanceof URL)) {
+    const opts = first as https.RequestOptions;
+    counts[classify(opts.method ?? 'GET', opts.path ?? '')]++;
+  }
+  return originalRequest.apply(this, args);
+} as typeof https.request;
+
+const total = (c: Record<Kind, number>, withEvents = false) =>
+  Object.entries(c).reduce((n, [k, v]) => n + (k === 'event' && !withEvents ? 0 : v), 0);
+
+// ---------------------------------------------------------------------------------------------
+
+function podsOf(namespace: string, ms: string): V1Pod[] {
+  const out: V1Pod[] = [];
+  for (let g = 0; g < GROUPS; g++) {
+    for (const role of ROLES) {
+      for (let i = 0; i < 2; i++) {
+        const group = `${ms}-${g}`;
+        out.push({
+          metadata: {
+            name: `${group}-${role}-0-${i}`,
+            namespace,
+            labels: {
+              'modelserving.volcano.sh/name': ms,
+              'modelserving.volcano.sh/group-name': group,
+              'modelserving.volcano.sh/role': role,
+              'modelserving.volcano.sh/role-id': `${role}-0`,
+              ...(i === 0 ? { 'modelserving.volcano.sh/entry': 'true' } : {}),
+            },
+          },
+          spec: {
+            containers: [
+              {
+                name: 'main',
+                image: IMAGE,
+                env: [
+                  { name: 'GROUP_SIZE', value: '2' },
+                  { name: 'ENTRY_ADDRESS', value: `${group}-${role}-0-0.${namespace}` },
+                  { name: 'WORKER_INDEX', value: String(i) },
+                ],
+              },
+            ],
+          },
+        });
+      }
+    }
+  }
+  return out;
+}
+
+function manifest(namespace: string, name: string): Record<string, unknown> {
+  const tpl = { spec: { containers: [{ name: 'main', image: IMAGE }] } };
+  return {
+    apiVersion: 'workload.serving.volcano.sh/v1alpha1',
+    kind: 'ModelServing',
+    metadata: { name, namespace },
+    spec: { replicas: GROUPS, template: { roles: ROLES.map((r) => ({ name: r, replicas: 1, workerReplicas: 1, entryTemplate: tpl, workerTemplate: tpl })) } },
+  };
+}
+
+async function bounded<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
+}
+
+async function withNamespace<T>(kc: KubeConfig, prefix: string, fn: (ns: string) => Promise<T>): Promise<T> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const ns = `${prefix}-${Date.now().toString(36)}`;
+  await who.run('bench', async () => {
+    await core.createNamespace({ body: { metadata: { name: ns } } });
+    // Pods need the namespace's default ServiceAccount (kube-controller-manager creates it).
+    for (;;) {
+      try {
+        await core.readNamespacedServiceAccount({ name: 'default', namespace: ns });
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  });
+  try {
+    return await fn(ns);
+  } finally {
+    await who.run('bench', () => core.deleteNamespace({ name: ns }).catch(() => undefined));
+  }
+}
+
+/** Resolves when `done` holds for the objects a watch reports (started before anything is created). */
+async function watchUntil(kc: KubeConfig, watchPath: string, done: (objects: Map<string, Record<string, unknown>>) => boolean) {
+  const objects = new Map<string, Record<string, unknown>>();
+  let resolve!: () => void;
+  const finished = new Promise<void>((r) => (resolve = r));
+  const req = await who.run('bench', () =>
+    new Watch(kc).watch(
+      watchPath,
+      {},
+      (type: string, obj: Record<string, unknown>) => {
+        const name = (obj.metadata as { name?: string } | undefined)?.name ?? '';
+        if (type === 'DELETED') objects.delete(name);
+        else objects.set(name, obj);
+        if (done(objects)) resolve();
+      },
+      () => undefined,
+    ),
+  );
+  return { finished, stop: () => req.abort() };
+}
+
+function podReady(obj: Record<string, unknown>): boolean {
+  const status = obj.status as { phase?: string; conditions?: Array<{ type: string; status: string }> } | undefined;
+  return status?.phase === 'Running' && status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+function msAvailable(obj: Record<string, unknown>): boolean {
+  const meta = obj.metadata as { generation?: number };
+  const status = obj.status as { observedGeneration?: number; availableReplicas?: number; replicas?: number; conditions?: Array<{ type: string; status: string }> } | undefined;
+  return (
+    status?.observedGeneration === meta.generation &&
+    status?.availableReplicas === GROUPS &&
+    status.replicas === GROUPS &&
+    status.conditions?.some((c) => c.type === 'Available' && c.status === 'True') === true
+  );
+}
+
+async function baseline(kc: KubeConfig) {
+  return withNamespace(kc, 'bench-ms-base', async (ns) => {
+    const names = Array.from({ length: COUNT }, (_, i) => `ms${i}`);
+    const pods = names.flatMap((n) => podsOf(ns, n));
+    const services = names.flatMap((n) =>
+      Array.from({ length: GROUPS }, (_, g) =>
+        ROLES.map((role) => ({
+          metadata: { name: `${n}-${g}-${role}-0-0`, namespace: ns, labels: { 'modelserving.volcano.sh/name': n } },
+          spec: {
+            clusterIP: 'None',
+            publishNotReadyAddresses: true,
+            selector: { 'modelserving.volcano.sh/group-name': `${n}-${g}`, 'modelserving.volcano.sh/role': role, 'modelserving.volcano.sh/entry': 'true' },
+          },
+        })),
+      ).flat(),
+    );
+    const watch = await watchUntil(kc, `/api/v1/namespaces/${ns}/pods`, (objs) => objs.size === pods.length && [...objs.values()].every(podReady));
+    counts = fresh();
+    const t0 = nowMs();
+    // Pods first then Services, as Ripple's plan orders them; the same number of requests in flight.
+    const writes: Array<[string, unknown]> = [
+      ...pods.map((p): [string, unknown] => [collectionPath(Resources.pod, ns), p]),
+      ...services.map((s): [string, unknown] => [collectionPath(Resources.service, ns), s]),
+    ];
+    await bounded(writes, CLIENT_CONCURRENCY, async ([p, body]) => void (await kubeRequest(kc, p, { method: 'POST', body })));
+    await watch.finished;
+    const seconds = (nowMs() - t0) / 1000;
+    watch.stop();
+    return { seconds: round(seconds, 3), requests: { ...counts }, total: total(counts) };
+  });
+}
+
+async function ripple(kc: KubeConfig, redisUrl: string) {
+  return withNamespace(kc, 'bench-ms-ripple', async (ns) => {
+    const log = createLogger('bench-modelserving', process.env.LOG_LEVEL ?? 'warn');
+    const functions = [modelServing(), emitEvents()];
+    const prefix = `bench-ms-${Date.now().toString(36)}`;
+    counts = fresh();
+    const host = new FunctionHost({ kc, redisUrl, prefix, functions, log, namespace: ns });
+    const watcher = new Watcher({
+      kc,
+      functions,
+      enqueue: async (fn, key, reason) => void (await host.enqueue(fn, key, reason)),
+      isLeader: () => true,
+      log,
+      namespace: ns,
+    });
+    host.startWorkers();
+    watcher.start();
+    await watcher.waitForSync(60_000);
+    const startup = { ...counts };
+    const names = Array.from({ length: COUNT }, (_, i) => `ms${i}`);
+    const watch = await watchUntil(
+      kc,
+      `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns}/modelservings`,
+      (objs) => objs.size === COUNT && [...objs.values()].every(msAvailable),
+    );
+    counts = fresh();
+    const t0 = nowMs();
+    await who.run('bench', () =>
+      bounded(names, CLIENT_CONCURRENCY, async (n) => void (await kubeRequest(kc, collectionPath(Resources.modelServing, ns), { method: 'POST', body: manifest(ns, n) }))),
+    );
+    await watch.finished;
+    const seconds = (nowMs() - t0) / 1000;
+    const run = { ...counts };
+    watch.stop();
+    // Role Events are still being written after status says Available: count them until they stop.
+    let events = counts.event;
+    for (let quiet = 0, waited = 0; quiet < 2_000 && waited < 30_000; waited += 250) {
+      await new Promise((r) => setTimeout(r, 250));
+      quiet = counts.event === events ? quiet + 250 : 0;
+      events = counts.event;
+    }
+    await watcher.stop();
+    await host.close();
+    // The run's queues and datastore, in case the Redis is a shared one (REDIS_URL).
+    const cleanup = new Redis(redisUrl);
+    const keys = await cleanup.keys(`${prefix}*`);
+    for (let i = 0; i < keys.length; i += 500) await cleanup.del(...keys.slice(i, i + 500));
+    cleanup.disconnect();
+    return {
+      seconds: round(seconds, 3),
+      startup,
+      requests: run,
+      total: total(run),
+      eventWrites: events,
+    };
+  });
+}
+
+function installCrds(kubeconfig: string): void {
+  const kubectl = path.join(root, '.cache', 'control-plane', 'bin', 'kubectl');
+  const out = spawnSync(existsSync(kubectl) ? kubectl : 'kubectl', ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--force-conflicts', '-f', path.join(root, 'infra/crds/modelserving.yaml')], {
+    encoding: 'utf8',
+  });
+  if (out.status !== 0) throw new Error(`installing the ModelServing CRD failed: ${out.stderr}`);
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? Number.NaN) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+
+const controlPlane = await startControlPlane();
+const redis = await startRedis();
+try {
+  installCrds(controlPlane.kubeconfig);
+  const kc = loadKubeConfig({ kind: 'kubeconfig', path: controlPlane.kubeconfig });
+  const rounds = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    // Alternate the order so neither side always runs on a warmer (or busier) machine.
+    const order = r % 2 === 0 ? (['baseline', 'ripple'] as const) : (['ripple', 'baseline'] as const);
+    const row: { baseline?: Awaited<ReturnType<typeof baseline>>; ripple?: Awaited<ReturnType<typeof ripple>> } = {};
+    for (const side of order) {
+      if (side === 'baseline') row.baseline = await baseline(kc);
+      else row.ripple = await ripple(kc, redis.url);
+    }
+    const b = row.baseline;
+    const rp = row.ripple;
+    if (!b || !rp) throw new Error('a side did not run');
+    rounds.push({ ...row, ratio: round(rp.seconds / b.seconds, 2) });
+    console.log(
+      `round ${r + 1}: ripple ${rp.seconds}s (${rp.total} requests, ${round(rp.total / COUNT, 1)}/ModelServing; +${rp.eventWrites} Event writes), ` +
+        `baseline ${b.seconds}s (${b.total} requests), ratio ${round(rp.seconds / b.seconds, 2)}`,
+    );
+  }
+  const ripples = rounds.map((r) => r.ripple).filter((x) => x !== undefined);
+  const baselines = rounds.map((r) => r.baseline).filter((x) => x !== undefined);
+  const summary = {
+    modelServings: COUNT,
+    podsPerModelServing: GROUPS * ROLES.length * 2,
+    servicesPerModelServing: GROUPS * ROLES.length,
+    clientConcurrency: CLIENT_CONCURRENCY,
+    medianSeconds: { ripple: round(median(ripples.map((x) => x.seconds)), 3), baseline: round(median(baselines.map((x) => x.seconds)), 3) },
+    medianRatio: round(median(rounds.map((r) => r.ratio)), 2),
+    requestsPerModelServing: {
+      ripple: round(median(ripples.map((x) => x.total)) / COUNT, 1),
+      eventWrites: round(median(ripples.map((x) => x.eventWrites)) / COUNT, 1),
+      baseline: round(median(baselines.map((x) => x.total)) / COUNT, 1),
+    },
+  };
+  const result = { bench: 'modelserving-converge', at: new Date().toISOString(), node: process.version, summary, rounds };
+  mkdirSync(path.join(here, 'results'), { recursive: true });
+  writeFileSync(path.join(here, 'results/modelserving-converge.json'), `${JSON.stringify(result, null, 2)}\n`);
+  const last = ripples[ripples.length - 1];
+  const md = [
+    '# modelserving-converge',
+    '',
+    `${COUNT} ModelServings × ${GROUPS} ServingGroups × ${ROLES.length} roles × (1 entry + 1 worker): ${COUNT * summary.podsPerModelServing} pods and ` +
+      `${COUNT * summary.servicesPerModelServing} headless Services, converged to Available on the sandbox (KWOK nodes), beside a baseline that ` +
+      `creates the same pods and Services directly with the same client concurrency (${CLIENT_CONCURRENCY}) and waits for the pods to be Ready. ` +
+      `Median of ${ROUNDS} round(s), ${result.at}, Node ${process.version}.`,
+    '',
+    '| | seconds | API requests per ModelServing |',
+    '|---|---|---|',
+    `| Ripple (reconcile-modelserving) | ${summary.medianSeconds.ripple} | ${summary.requestsPerModelServing.ripple} (+ ${summary.requestsPerModelServing.eventWrites} Event writes) |`,
+    `| baseline (direct creates) | ${summary.medianSeconds.baseline} | ${summary.requestsPerModelServing.baseline} |`,
+    `| ratio | ${summary.medianRatio} | ${round(summary.requestsPerModelServing.ripple / summary.requestsPerModelServing.baseline, 2)} |`,
+    '',
+    last
+      ? `Last Ripple round, requests until converged by kind (all ${COUNT} ModelServings): ${Object.entries(last.requests)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')} (events: up to convergence; ${last.eventWrites} in all); watcher start-up (not per ModelServing): ${total(last.startup, true)} requests.`
+      : '',
+    '',
+    'Requests are counted on the process\'s HTTPS client, so they are exactly the requests Ripple\'s watcher, workers and emit-events sent (the',
+    'benchmark\'s own creates and watches are tagged and left out). Event writes (emit-events: RoleCreating/RoleRunning and condition',
+    'transitions, what `kubectl get events` shows) are counted apart, until they stop; the baseline writes none.',
+    '',
+  ].join('\n');
+  writeFileSync(path.join(here, 'results/modelserving-converge.md'), md);
+  console.log(JSON.stringify(summary));
+} finally {
+  await redis.stop();
+  await controlPlane.stop();
+}

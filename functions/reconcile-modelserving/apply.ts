@@ -1,0 +1,202 @@
+/**
+ * Carries out a plan's actions against the API server, idempotently (plan/actions.ts's contract):
+ * in order, stopping at the first failure; creates treat 409 AlreadyExists as done; deletes carry the
+ * UID they were decided for, and 404 or a failed precondition (409) count as done.
+ *
+ * Consecutive actions of the same stage (all deletes, the ControllerRevision, the PodGroups, the pod
+ * and Service creates, the clean-up) do not depend on one another, so each stage runs with bounded
+ * concurrency; a stage starts only when the one before it fully succeeded, which keeps the order that
+ * matters (nothing is created on a revision before its ControllerRevision exists).
+ *
+ * With the PodOpsLifecycle opt-in, a pod is never deleted outright: `deleteThroughLifecycle` begins
+ * the lifecycle, and deletes only once the cooperators let go; until then the step reports how long to
+ * wait, and the reconcile asks to be run again.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import { isStatus, KubeApiError, kubeRequest } from '../../kube/raw.js';
+import { collectionPath, objectPath, Resources, type ResourceRef } from '../../kube/resources.js';
+import type { Logger } from '../../runtime/log.js';
+import { deleteThroughLifecycle } from '../ops-lifecycle/client/index.js';
+import { describeAction, type Action } from './plan/actions.js';
+import { MODELSERVING_DELETION } from './lifecycle.js';
+
+export interface ApplyOptions {
+  kc: KubeConfig;
+  namespace: string;
+  log: Logger;
+  now: () => Date;
+  /** Requests in flight at once within a stage. */
+  concurrency: number;
+  /** Delete pods through PodOpsLifecycle (the ModelServing opted in). */
+  lifecycle: boolean;
+  lifecyclePollMs: number;
+}
+
+export interface ApplyResult {
+  applied: number;
+  /** Pod deletions still waiting on their lifecycle. */
+  waiting: number;
+  /** When to look again for those (undefined: nothing waits). */
+  requeueAfterMs: number | undefined;
+}
+
+/** The API server refused an object the plan built from the spec (422/400): the spec cannot work as written. */
+export class RejectedChildError extends Error {
+  override readonly name = 'RejectedChildError';
+  constructor(
+    readonly action: Action,
+    readonly apiMessage: string,
+  ) {
+    super(`${describeAction(action)} was rejected: ${apiMessage}`);
+  }
+}
+
+type Stage = 'delete' | 'revision' | 'podGroup' | 'create' | 'cleanup';
+
+function stageOf(a: Action, seenCreate: boolean): Stage {
+  switch (a.kind) {
+    case 'createControllerRevision':
+      return 'revision';
+    case 'createPodGroup':
+    case 'updatePodGroup':
+      return 'podGroup';
+    case 'createPod':
+    case 'createService':
+      return 'create';
+    case 'deleteControllerRevision':
+      return seenCreate ? 'cleanup' : 'delete';
+    default:
+      return 'delete';
+  }
+}
+
+/** Splits the ordered actions into runs of one stage each, keeping their order. */
+export function stages(actions: readonly Action[]): Action[][] {
+  const out: Action[][] = [];
+  let last: Stage | undefined;
+  let seenNonDelete = false;
+  for (const a of actions) {
+    const stage = stageOf(a, seenNonDelete);
+    if (stage !== 'delete') seenNonDelete = true;
+    if (stage !== last || out.length === 0) out.push([]);
+    out[out.length - 1]?.push(a);
+    last = stage;
+  }
+  return out;
+}
+
+async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body: unknown): Promise<void> {
+  try {
+    await kubeRequest(kc, collectionPath(ref, namespace), { method: 'POST', body });
+  } catch (err) {
+    if (isStatus(err, 409)) return; // AlreadyExists: a previous attempt (or another worker) made it
+    throw err;
+  }
+}
+
+async function remove(kc: KubeConfig, ref: ResourceRef, namespace: string, name: string, uid: string): Promise<void> {
+  try {
+    const body = { apiVersion: 'v1', kind: 'DeleteOptions', ...(uid ? { preconditions: { uid } } : {}), propagationPolicy: 'Background' };
+    await kubeRequest(kc, objectPath(ref, namespace, name), { method: 'DELETE', body });
+  } catch (err) {
+    // 404: already gone. 409: the UID precondition failed, so the name belongs to a replacement.
+    if (isStatus(err, 404) || isStatus(err, 409)) return;
+    throw err;
+  }
+}
+
+interface StepResult {
+  waitMs?: number;
+}
+
+async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
+  const { kc, namespace } = opts;
+  try {
+    switch (a.kind) {
+      case 'createControllerRevision':
+        await create(kc, Resources.controllerRevision, namespace, a.object);
+        return {};
+      case 'createPodGroup':
+        await create(kc, Resources.podGroup, namespace, a.podGroup);
+        return {};
+      case 'updatePodGroup':
+        // A merge patch of the spec, preconditioned on the UID it was planned for.
+        await kubeRequest(kc, objectPath(Resources.podGroup, namespace, a.name), {
+          method: 'PATCH',
+          body: { metadata: { uid: a.uid }, spec: a.spec },
+          contentType: 'application/merge-patch+json',
+        });
+        return {};
+      case 'createPod':
+        await create(kc, Resources.pod, namespace, a.pod);
+        return {};
+      case 'createService':
+        await create(kc, Resources.service, namespace, a.service);
+        return {};
+      case 'deletePod': {
+        if (!opts.lifecycle) {
+          await remove(kc, Resources.pod, namespace, a.name, a.uid);
+          return {};
+        }
+        const r = await deleteThroughLifecycle(
+          { kc, now: opts.now },
+          { namespace, name: a.name, ...(a.uid ? { uid: a.uid } : {}) },
+          { adapter: MODELSERVING_DELETION, pollMs: opts.lifecyclePollMs },
+        );
+        return r.state === 'waiting' ? { waitMs: r.requeueAfterMs } : {};
+      }
+      case 'deleteService':
+        await remove(kc, Resources.service, namespace, a.name, a.uid);
+        return {};
+      case 'deletePodGroup':
+        await remove(kc, Resources.podGroup, namespace, a.name, a.uid);
+        return {};
+      case 'deleteControllerRevision':
+        await remove(kc, Resources.controllerRevision, namespace, a.name, a.uid);
+        return {};
+    }
+  } catch (err) {
+    // 422 Invalid, or 400 when the object cannot even be decoded (a malformed quantity): either way
+    // the template it was built from is wrong, and retrying cannot help.
+    if (err instanceof KubeApiError && (err.code === 422 || err.code === 400) && (a.kind === 'createPod' || a.kind === 'createService')) {
+      // The API server's own words, without the request line kubeRequest puts in front.
+      throw new RejectedChildError(a, err.message.replace(/^[A-Z]+ \S+: \d+ /, ''));
+    }
+    throw err;
+  }
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight; stops starting new ones after a failure. */
+async function bounded<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: { err: unknown } | undefined;
+  const lane = async () => {
+    while (failure === undefined && next < items.length) {
+      const item = items[next++] as T;
+      try {
+        await fn(item);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, lane));
+  if (failure) throw failure.err;
+}
+
+export async function applyActions(actions: readonly Action[], opts: ApplyOptions): Promise<ApplyResult> {
+  let applied = 0;
+  let waiting = 0;
+  let requeueAfterMs: number | undefined;
+  for (const run of stages(actions)) {
+    await bounded(run, opts.concurrency, async (a) => {
+      opts.log.debug({ action: describeAction(a), reason: a.reason }, 'apply');
+      const r = await step(a, opts);
+      if (r.waitMs !== undefined) {
+        waiting++;
+        requeueAfterMs = Math.min(requeueAfterMs ?? r.waitMs, r.waitMs);
+      } else applied++;
+    });
+  }
+  return { applied, waiting, requeueAfterMs };
+}

@@ -1,0 +1,37 @@
+import { MODEL_SERVING_GROUP, MODEL_SERVING_KIND } from '../../api/modelserving.js';
+import { Resources } from '../../kube/resources.js';
+import type { FunctionDefinition } from '../../runtime/function.js';
+import { mapToControllerOwner, mapToSelf } from '../../watcher/mappers.js';
+import { onlyEvents } from '../../watcher/predicates.js';
+import { modelServingConfig } from './config.js';
+import { reconcile } from './handler.js';
+import { CHILDREN_SELECTOR, modelServingChanged, podFactsChanged, serviceChanged } from './triggers.js';
+
+export const RECONCILE_MODELSERVING = 'reconcile-modelserving';
+
+const toOwner = mapToControllerOwner({ group: MODEL_SERVING_GROUP, kind: MODEL_SERVING_KIND });
+
+/**
+ * Kthena's ModelServing controller as a function: For(ModelServing), Owns(Pod), Owns(Service),
+ * Owns(ControllerRevision, deletes only), Owns(PodGroup) when Volcano is installed, plus the resync
+ * tick. Children are watched through the label every one of them carries, so the watch never streams
+ * the cluster's other pods.
+ */
+export function definition(env: Readonly<Record<string, string | undefined>> = process.env): FunctionDefinition {
+  const config = modelServingConfig(env);
+  return {
+    name: RECONCILE_MODELSERVING,
+    primary: Resources.modelServing,
+    triggers: [
+      { resource: Resources.modelServing, predicate: modelServingChanged, map: mapToSelf },
+      { resource: Resources.pod, labelSelector: CHILDREN_SELECTOR, predicate: podFactsChanged, map: toOwner },
+      { resource: Resources.service, labelSelector: CHILDREN_SELECTOR, predicate: serviceChanged, map: toOwner },
+      // A ControllerRevision only matters when someone removes it (it is recreated for the update revision).
+      { resource: Resources.controllerRevision, labelSelector: CHILDREN_SELECTOR, predicate: onlyEvents('delete'), map: toOwner },
+      { resource: Resources.podGroup, labelSelector: CHILDREN_SELECTOR, optional: true, predicate: onlyEvents('delete'), map: toOwner },
+    ],
+    reconcile,
+    resyncIntervalMs: config.MODELSERVING_RESYNC_MS,
+    concurrency: config.MODELSERVING_CONCURRENCY,
+  };
+}

@@ -1,0 +1,182 @@
+/**
+ * One reconcile of one ModelServing: read fresh, plan (plan/, pure), apply, then record what became
+ * of it — the role-status datastore with its Events, and status (Kthena's fields and conditions beside
+ * the shared state engine's phase/Ready/ConfigValid).
+ */
+import { MODEL_SERVING_API_VERSION, MODEL_SERVING_KIND, parseModelServing, type ModelServing } from '../../api/modelserving.js';
+import { kubeObjectSchema, type KubeObject } from '../../kube/object.js';
+import { Resources } from '../../kube/resources.js';
+import { TerminalError } from '../../runtime/errors.js';
+import type { Handler, HandlerContext, ReconcileResult } from '../../runtime/function.js';
+import { writeStatus, type StatusOwner } from '../../status/write.js';
+import { applyActions, RejectedChildError } from './apply.js';
+import { modelServingConfig } from './config.js';
+import { enrolled, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
+import { clusterCapabilities, listChildren, readModelServing } from './observe.js';
+import type { Action } from './plan/actions.js';
+import { LABEL_ENTRY, LABEL_ROLE } from './plan/names.js';
+import { planModelServing } from './plan/plan.js';
+import type { RoleTransition } from './plan/role-status.js';
+import { roleStore, snapshotsEqual } from './role-store.js';
+import { invalidSpecStatus, unifiedStatus, type UnifiedStatus } from './unified-status.js';
+
+/** Kthena's recorder component: tools that filter Events by source keep working. */
+export const EVENT_SOURCE = 'modelserving-controller';
+
+function statusOwner(obj: KubeObject): StatusOwner {
+  const m = obj.metadata;
+  return {
+    metadata: {
+      name: m.name,
+      ...(m.namespace !== undefined ? { namespace: m.namespace } : {}),
+      ...(m.uid !== undefined ? { uid: m.uid } : {}),
+      ...(m.generation !== undefined ? { generation: m.generation } : {}),
+      ...(m.resourceVersion !== undefined ? { resourceVersion: m.resourceVersion } : {}),
+    },
+    status: (obj as Record<string, unknown>).status,
+  };
+}
+
+async function writeUnified(ctx: HandlerContext, obj: KubeObject, u: UnifiedStatus) {
+  return writeStatus(ctx, { resource: Resources.modelServing, object: statusOwner(obj), input: u.input, fields: u.fields, source: EVENT_SOURCE });
+}
+
+/** Reports a spec that can never work on status (ConfigValid=False, phase Failed) and stops retrying. */
+async function rejectSpec(ctx: HandlerContext, obj: KubeObject, problems: string[]): Promise<never> {
+  await writeUnified(ctx, obj, invalidSpecStatus(problems));
+  ctx.log.warn({ problems }, 'invalid ModelServing spec; reported on status (ConfigValid=False)');
+  throw new TerminalError(problems.join('; '));
+}
+
+/** Which template a rejected child came from, as a field path the user can fix. */
+function rejectionProblem(ms: ModelServing, err: RejectedChildError): string {
+  const a = err.action;
+  if (a.kind === 'createPod') {
+    const roleName = a.pod.metadata?.labels?.[LABEL_ROLE];
+    const i = ms.spec.template.roles.findIndex((r) => r.name === roleName);
+    const which = a.pod.metadata?.labels?.[LABEL_ENTRY] === 'true' ? 'entryTemplate' : 'workerTemplate';
+    const at = i >= 0 ? `spec.template.roles[${i}].${which}` : 'spec.template.roles';
+    return `${at}: the API server rejected pod ${a.pod.metadata?.name ?? ''} built from it: ${err.apiMessage}`;
+  }
+  return `spec.template: the API server rejected an object built from it: ${err.message}`;
+}
+
+async function announce(ctx: HandlerContext, ms: ModelServing, transitions: readonly RoleTransition[]): Promise<void> {
+  const involvedObject = {
+    apiVersion: MODEL_SERVING_API_VERSION,
+    kind: MODEL_SERVING_KIND,
+    namespace: ms.metadata.namespace,
+    name: ms.metadata.name,
+    ...(ms.metadata.uid ? { uid: ms.metadata.uid } : {}),
+  };
+  for (const t of transitions) {
+    await ctx.events.emit({ involvedObject, type: t.type, reason: t.reason, message: t.message, source: EVENT_SOURCE });
+  }
+}
+
+function earliest(...values: Array<number | undefined>): number | undefined {
+  const defined = values.filter((v): v is number => v !== undefined && Number.isFinite(v));
+  return defined.length ? Math.max(0, Math.min(...defined)) : undefined;
+}
+
+export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | void> => {
+  const config = modelServingConfig(ctx.env);
+  const namespace = req.namespace;
+  if (!namespace) throw new TerminalError(`ModelServing key ${req.key} has no namespace`);
+  const store = roleStore(ctx.redis, ctx.prefix, namespace, req.name);
+
+  // Everything is read at once: the children are found by the ModelServing's name (the key), so
+  // they need not wait for it. Each read is fresh; any skew between them is what the next reconcile
+  // (brought by the newer objects' own events) sees.
+  const [raw, cluster, loaded] = await Promise.all([
+    readModelServing(ctx.kc, namespace, req.name),
+    clusterCapabilities(ctx.kc, ctx.redis, ctx.prefix),
+    store.loadRaw(),
+  ]);
+  const childrenRead = raw === undefined ? undefined : listChildren(ctx.kc, namespace, req.name, cluster.volcanoPodGroups);
+  // A rejection of the lists must not go unobserved while the ModelServing is judged.
+  void childrenRead?.catch(() => undefined);
+  if (raw === undefined) {
+    // Gone: its children go with their owner references; only the datastore entry is ours to drop.
+    await store.remove();
+    return;
+  }
+  const obj = kubeObjectSchema.parse(raw);
+  const parsed = parseModelServing(raw);
+  if (!parsed.ok) return rejectSpec(ctx, obj, parsed.errors);
+  const ms = parsed.value;
+  if (ms.metadata.deletionTimestamp) return;
+  const uid = ms.metadata.uid ?? '';
+
+  const stored = store.forOwner(loaded, uid);
+  if (stored && stored.outbox.length > 0) {
+    // A previous reconcile saved these and died before they were sent.
+    await announce(ctx, ms, stored.outbox);
+    await store.clearOutbox(stored.seq);
+  }
+  const children = await (childrenRead ?? listChildren(ctx.kc, namespace, req.name, cluster.volcanoPodGroups));
+  const now = ctx.now();
+  const masked = maskLifecycleDeletions(children.pods, now);
+
+  const plan = planModelServing({
+    modelServing: ms,
+    pods: masked.pods,
+    services: children.services,
+    controllerRevisions: children.controllerRevisions,
+    ...(children.podGroups ? { podGroups: children.podGroups } : {}),
+    // An empty or namesake's entry is no snapshot: the planner rebuilds it silently from the pods.
+    ...(stored && (Object.keys(stored.snapshot.roles).length > 0 || Object.keys(stored.snapshot.groups).length > 0)
+      ? { roleStatus: stored.snapshot }
+      : {}),
+    cluster,
+    now,
+    options: { unscheduledAfterSeconds: config.MODELSERVING_UNSCHEDULED_AFTER_SECONDS },
+  });
+  if (plan.warnings.length > 0) ctx.log.info({ warnings: plan.warnings }, 'ModelServing warnings');
+
+  const optedIn = lifecycleOptedIn(ms);
+  const actions: Action[] = [
+    // Deletions already handed to PodOpsLifecycle: driven on until the pods are gone.
+    ...masked.pending.map((p): Action => ({ kind: 'deletePod', name: p.name, uid: p.uid, reason: 'deletion through PodOpsLifecycle' })),
+    ...plan.actions.map((a): Action => (a.kind === 'createPod' ? { ...a, pod: enrolled(a.pod, optedIn) } : a)),
+  ];
+  let applied;
+  try {
+    applied = await applyActions(actions, {
+      kc: ctx.kc,
+      namespace,
+      log: ctx.log,
+      now: ctx.now,
+      concurrency: config.MODELSERVING_APPLY_CONCURRENCY,
+      lifecycle: optedIn || masked.pending.length > 0,
+      lifecyclePollMs: config.MODELSERVING_LIFECYCLE_POLL_MS,
+    });
+  } catch (err) {
+    if (err instanceof RejectedChildError) return rejectSpec(ctx, obj, [rejectionProblem(ms, err)]);
+    throw err;
+  }
+  if (actions.length > 0) {
+    const counts: Record<string, number> = {};
+    for (const a of actions) counts[a.kind] = (counts[a.kind] ?? 0) + 1;
+    ctx.log.info({ actions: counts, waitingOnLifecycle: applied.waiting, revision: plan.updateRevision }, 'applied plan');
+  }
+
+  // Only after the actions succeeded: a plan that failed half-way is planned again from the pods.
+  // The datastore (and its Events) and status are independent records of the same plan.
+  const recordRoles = async () => {
+    if (plan.roleTransitions.length === 0 && snapshotsEqual(stored?.snapshot, plan.roleStatus)) return;
+    const seq = await store.save(uid, stored?.seq ?? '', plan.roleStatus, plan.roleTransitions, now);
+    if (seq === undefined) ctx.log.warn('role status was written by another reconcile meanwhile; keeping theirs');
+    else if (plan.roleTransitions.length > 0) {
+      await announce(ctx, ms, plan.roleTransitions);
+      await store.clearOutbox(seq);
+    }
+  };
+  const [written] = await Promise.all([writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods)), recordRoles()]);
+  const requeueAfterMs = earliest(
+    plan.requeueAfterSeconds === undefined ? undefined : plan.requeueAfterSeconds * 1000,
+    applied.requeueAfterMs,
+    written.requeueAfterMs,
+  );
+  return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
+};

@@ -1,0 +1,150 @@
+/**
+ * Reads what a reconcile plans from, fresh from the API server: the ModelServing, its pods, Services,
+ * ControllerRevisions and PodGroups (by the `modelserving.volcano.sh/name` label, in its namespace),
+ * and whether Volcano is installed. Typed clients for built-in kinds (their deserializer is the
+ * boundary), zod for the custom resources.
+ */
+import { AppsV1Api, CoreV1Api, type V1ControllerRevision, type V1Pod, type V1Service } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { isStatus, kubeRequest } from '../../kube/raw.js';
+import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
+import type { ClusterCapabilities, PodGroupObject } from './plan/gang.js';
+import { LABEL_NAME } from './plan/names.js';
+
+/** The ModelServing as stored, or undefined when it is gone. Parsed by the caller (`parseModelServing`). */
+export async function readModelServing(kc: KubeConfig, namespace: string, name: string): Promise<unknown> {
+  try {
+    return await kubeRequest(kc, objectPath(Resources.modelServing, namespace, name));
+  } catch (err) {
+    if (isStatus(err, 404)) return undefined;
+    throw err;
+  }
+}
+
+export interface Children {
+  pods: V1Pod[];
+  services: V1Service[];
+  controllerRevisions: V1ControllerRevision[];
+  podGroups?: PodGroupObject[];
+}
+
+const podGroupSchema = z.object({
+  apiVersion: z.literal('scheduling.volcano.sh/v1beta1').default('scheduling.volcano.sh/v1beta1'),
+  kind: z.literal('PodGroup').default('PodGroup'),
+  metadata: z.looseObject({
+    name: z.string(),
+    namespace: z.string().optional(),
+    uid: z.string().optional(),
+    labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+    ownerReferences: z
+      .array(
+        z.object({
+          apiVersion: z.string(),
+          kind: z.string(),
+          name: z.string(),
+          uid: z.string(),
+          controller: z.boolean().optional(),
+          blockOwnerDeletion: z.boolean().optional(),
+        }),
+      )
+      .optional(),
+  }),
+  spec: z.looseObject({
+    minMember: z.number().default(0),
+    minResources: z.record(z.string(), z.string()).optional(),
+    queue: z.string().optional(),
+    networkTopology: z.record(z.string(), z.unknown()).optional(),
+    subGroupPolicy: z.array(z.record(z.string(), z.unknown())).optional(),
+  }),
+});
+const podGroupListSchema = z.object({ items: z.array(podGroupSchema) });
+
+export async function listChildren(kc: KubeConfig, namespace: string, msName: string, volcano: boolean): Promise<Children> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
+  const labelSelector = `${LABEL_NAME}=${msName}`;
+  const [pods, services, revisions, podGroups] = await Promise.all([
+    core.listNamespacedPod({ namespace, labelSelector }),
+    core.listNamespacedService({ namespace, labelSelector }),
+    apps.listNamespacedControllerRevision({ namespace, labelSelector }),
+    volcano
+      ? kubeRequest(kc, collectionPath(Resources.podGroup, namespace), { query: { labelSelector } }).then((raw) => podGroupListSchema.parse(raw).items)
+      : Promise.resolve(undefined),
+  ]);
+  return {
+    pods: pods.items,
+    services: services.items,
+    controllerRevisions: revisions.items,
+    ...(podGroups ? { podGroups } : {}),
+  };
+}
+
+const discoverySchema = z.object({ resources: z.array(z.object({ name: z.string() }).passthrough()) });
+const crdSchema = z.object({
+  spec: z.object({
+    versions: z.array(
+      z.object({
+        name: z.string(),
+        schema: z
+          .object({
+            openAPIV3Schema: z
+              .object({ properties: z.record(z.string(), z.looseObject({ properties: z.record(z.string(), z.unknown()).optional() })).optional() })
+              .passthrough()
+              .optional(),
+          })
+          .optional(),
+      }),
+    ),
+  }),
+});
+const capabilitiesSchema = z.object({ volcanoPodGroups: z.boolean(), volcanoSubGroupPolicy: z.boolean().optional() });
+
+/** How long a worker trusts what it learnt about the cluster's Volcano installation. */
+const CAPABILITIES_TTL_SECONDS = 30;
+
+async function discoverCapabilities(kc: KubeConfig): Promise<ClusterCapabilities> {
+  const { group, version } = Resources.podGroup;
+  let served = false;
+  try {
+    // Discovery is readable by every authenticated user, unlike CRDs.
+    const doc = discoverySchema.parse(await kubeRequest(kc, `/apis/${group}/${version}`));
+    served = doc.resources.some((r) => r.name === Resources.podGroup.plural);
+  } catch (err) {
+    if (!isStatus(err, 404)) throw err;
+  }
+  if (!served) return { volcanoPodGroups: false };
+  let subGroups = false;
+  try {
+    const crd = crdSchema.parse(await kubeRequest(kc, `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/podgroups.${group}`));
+    const schema = crd.spec.versions.find((v) => v.name === version)?.schema?.openAPIV3Schema;
+    subGroups = schema?.properties?.spec?.properties?.subGroupPolicy !== undefined;
+  } catch (err) {
+    // Without RBAC on CRDs, fall back to Kthena's older PodGroup shape (no per-role gangs).
+    if (!isStatus(err, 403) && !isStatus(err, 404)) throw err;
+  }
+  return { volcanoPodGroups: true, volcanoSubGroupPolicy: subGroups };
+}
+
+/**
+ * Whether Volcano's PodGroup CRD is installed. Asked of the API server at most every 30 s across all
+ * workers (cached in Redis, not in the process: workers keep no state of their own), so installing
+ * Volcano is noticed within that time without costing a discovery call per reconcile.
+ */
+export async function clusterCapabilities(kc: KubeConfig, redis: Redis, prefix: string): Promise<ClusterCapabilities> {
+  const key = `${prefix}:modelserving:cluster`;
+  const cached = await redis.get(key);
+  if (cached) {
+    try {
+      const parsed = capabilitiesSchema.safeParse(JSON.parse(cached));
+      if (parsed.success) return parsed.data;
+    } catch {
+      // unreadable: ask again
+    }
+  }
+  const fresh = await discoverCapabilities(kc);
+  await redis.set(key, JSON.stringify(fresh), 'EX', CAPABILITIES_TTL_SECONDS);
+  return fresh;
+}

@@ -1,0 +1,72 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import type { ModelServingStatus } from '../../api/modelserving.js';
+import { computeStatus } from '../../status/engine.js';
+import { invalidSpecStatus, unifiedStatus } from './unified-status.js';
+
+const NOW = new Date('2026-01-01T00:00:00Z');
+const cond = (type: string, status: 'True' | 'False', reason: string, message = '') => ({
+  type,
+  status,
+  reason,
+  message,
+  lastTransitionTime: '2026-01-01T00:00:00Z',
+  observedGeneration: 1,
+});
+
+function engine(status: ModelServingStatus, problems: string[] = [], pods: V1Pod[] = []) {
+  const u = unifiedStatus(status, problems, pods);
+  return { u, result: computeStatus({ ...u.input, generation: 1, now: NOW }) };
+}
+
+const get = (r: ReturnType<typeof engine>['result'], type: string) => r.status.conditions.find((c) => c.type === type);
+
+describe('unifiedStatus', () => {
+  it('Available → phase Ready and Ready=True, with Kthena fields and conditions carried beside', () => {
+    const { u, result } = engine({ replicas: 2, availableReplicas: 2, updateRevision: 'r1', currentRevision: 'r1', conditions: [cond('Available', 'True', 'AllGroupsReady')] });
+    expect(u.fields).toEqual({ replicas: 2, availableReplicas: 2, updateRevision: 'r1', currentRevision: 'r1' });
+    expect(result.status.phase).toBe('Ready');
+    expect(get(result, 'Ready')?.status).toBe('True');
+    expect(get(result, 'ServingGroupsReady')?.status).toBe('True');
+    expect(get(result, 'Available')).toMatchObject({ status: 'True', reason: 'AllGroupsReady' });
+    expect(get(result, 'ConfigValid')?.status).toBe('True');
+  });
+
+  it('a rollout or scale-up in progress → Starting, Ready=False with Kthena\'s reason and message', () => {
+    const { result } = engine({
+      replicas: 2,
+      availableReplicas: 1,
+      conditions: [cond('Available', 'False', 'GroupsUpdating', 'x'), cond('UpdateInProgress', 'True', 'GroupsUpdating', 'ServingGroups progressing: [1]; updated: [1]')],
+    });
+    expect(result.status.phase).toBe('Starting');
+    expect(get(result, 'Ready')).toMatchObject({ status: 'False', reason: 'GroupsUpdating' });
+    expect(get(result, 'ServingGroupsReady')?.message).toBe('ServingGroups progressing: [1]; updated: [1]');
+    expect(get(result, 'Stalled')?.status).toBe('False');
+  });
+
+  it('pods nobody schedules → Pending with the planner\'s explanation', () => {
+    const problem = '2 pod(s) have waited over 60s without being seen by scheduler "volcano"; is it running in this cluster? (spec.schedulerName)';
+    const { result } = engine({ replicas: 1, availableReplicas: 0, conditions: [cond('Progressing', 'True', 'GroupProgressing')] }, [problem]);
+    expect(result.status.phase).toBe('Pending');
+    expect(get(result, 'ServingGroupsReady')).toMatchObject({ status: 'False', reason: 'PodsNotScheduled', message: problem });
+  });
+
+  it('pods the scheduler refused (Unschedulable) → Ready=False/InsufficientCapacity', () => {
+    const pod: V1Pod = {
+      metadata: { name: 'p' },
+      status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes are available: 3 Insufficient nvidia.com/gpu.' }] },
+    };
+    const { result } = engine({ replicas: 1, availableReplicas: 0, conditions: [cond('Progressing', 'True', 'GroupProgressing')] }, [], [pod]);
+    expect(result.status.phase).toBe('Starting');
+    expect(get(result, 'Ready')).toMatchObject({ reason: 'InsufficientCapacity', message: '1 pod(s) cannot be scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.' });
+  });
+
+  it('an invalid spec → ConfigValid=False naming the fields, phase Failed, Stalled, terminal', () => {
+    const u = invalidSpecStatus(['spec.a: x', 'spec.b: y']);
+    const result = computeStatus({ ...u.input, generation: 3, now: NOW });
+    expect(result.status.phase).toBe('Failed');
+    expect(result.terminal).toBe(true);
+    expect(get(result as ReturnType<typeof engine>['result'], 'ConfigValid')).toMatchObject({ status: 'False', reason: 'InvalidSpec', message: 'spec.a: x; spec.b: y' });
+    expect(get(result as ReturnType<typeof engine>['result'], 'Stalled')?.status).toBe('True');
+  });
+});
