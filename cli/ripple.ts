@@ -2,16 +2,22 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { z } from 'zod';
 import { allFunctions } from '../functions/index.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
-import { startOpsServer } from '../ops/server.js';
+import { livenessProblems, readinessProblems, type HealthSources } from '../ops/health.js';
+import { modelServingRoleStatusReader } from '../functions/reconcile-modelserving/role-status-reader.js';
+import { opsApp, startOpsServer } from '../ops/server.js';
 import { QueueMetrics } from '../queue/metrics.js';
 import { loadProcessConfig } from '../runtime/config.js';
+import { httpReconcile, parseDispatchTargets, redactUrl } from '../runtime/dispatcher.js';
+import type { FunctionDefinition } from '../runtime/function.js';
 import { FunctionHost } from '../runtime/host.js';
+import { serveFunction } from '../runtime/http-function.js';
 import { createLogger } from '../runtime/log.js';
 import { startControlPlane, type ControlPlane } from '../sandbox/control-plane.js';
 import { startRedis, type RedisServer } from '../sandbox/redis.js';
@@ -19,21 +25,49 @@ import { LeaderElector } from '../watcher/leader.js';
 import { Watcher } from '../watcher/watcher.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const USAGE = `usage: ripple <all|watcher|worker> [options]
+const MODES = ['all', 'watcher', 'worker', 'ops', 'serve'] as const;
+type Mode = (typeof MODES)[number];
+const USAGE = `usage: ripple <${MODES.join('|')}> [options]     (mode also from RIPPLE_MODE)
 
   all        watcher + workers + ops server in one process (the default)
   watcher    list/watch and enqueue (leader-elected; run 2 replicas)
-  worker     run handlers for --functions (default: all)
+  worker     run handlers for --functions (default: all), and/or dispatch --dispatch functions over HTTP
+  ops        the ops server alone: dashboard, manual resync, queue metrics, role datastore
+  serve      one function (--function NAME) as an HTTP service on PORT (default 8080): Knative, OpenFaaS
 
 Cluster (default: the local sandbox, never your current kube-context):
   --sandbox               build/start the local control plane and Redis, stop them on exit (default)
   --kubeconfig PATH       use this cluster instead (also RIPPLE_KUBECONFIG)
   --context NAME          a context of that kubeconfig
-  --in-cluster            use the Pod's ServiceAccount
+  --in-cluster            use the Pod's ServiceAccount (also RIPPLE_IN_CLUSTER=true)
 Other:
-  --redis-url URL         Redis (also REDIS_URL; with --sandbox a local redis-server is started)
-  --functions a,b         which functions' workers to run
-  --ops-port N            ops server port (RIPPLE_OPS_PORT, default 8081; 0 picks a free one)`;
+  --redis-url URL         Redis (also REDIS_URL or REDIS_URL_FILE; with --sandbox a local redis-server is started)
+  --functions a,b         worker: which functions' handlers to run in-process
+  --dispatch fn=URL       worker: take fn's jobs from its queue and POST them to URL (repeatable)
+  --function NAME         serve: the function to serve (also RIPPLE_FUNCTION)
+  --port N                serve: the HTTP port (PORT, default 8080)
+  --ops-port N            ops server port (RIPPLE_OPS_PORT, default 8081; 0 picks a free one)
+  --definitions MODULE    run the functions a module exports (\`definitions(env)\`) instead of the built-in ones
+
+Security: state-changing ops routes need RIPPLE_OPS_TOKEN (Bearer); without it they answer 403.
+RIPPLE_FUNCTION_TOKEN, when set on both sides, is sent by the dispatcher and required by \`serve\`.`;
+
+const definitionShape = z.object({
+  name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'function names are lowercase letters, digits and dashes'),
+  triggers: z.array(z.unknown()),
+  reconcile: z.custom<FunctionDefinition['reconcile']>((v) => typeof v === 'function', 'reconcile must be a function'),
+});
+
+/** Loads `definitions(env)` (or the default export) of a module: the functions to run instead of the built-in ones. */
+async function loadDefinitions(modulePath: string): Promise<FunctionDefinition[]> {
+  const mod: Record<string, unknown> = await import(pathToFileURL(path.resolve(modulePath)).href);
+  const factory = mod.definitions ?? mod.default;
+  if (typeof factory !== 'function') throw new Error(`--definitions ${modulePath}: export a function \`definitions(env)\` returning FunctionDefinition[]`);
+  const defs: unknown = await (factory as (env: NodeJS.ProcessEnv) => unknown)(process.env);
+  const checked = z.array(definitionShape.passthrough()).safeParse(defs);
+  if (!checked.success) throw new Error(`--definitions ${modulePath}: ${checked.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return defs as FunctionDefinition[];
+}
 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -45,7 +79,11 @@ async function main(): Promise<void> {
       'in-cluster': { type: 'boolean' },
       'redis-url': { type: 'string' },
       functions: { type: 'string' },
+      dispatch: { type: 'string', multiple: true },
+      function: { type: 'string' },
+      port: { type: 'string' },
       'ops-port': { type: 'string' },
+      definitions: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -53,18 +91,34 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
-  const mode = positionals[0] ?? 'all';
-  if (!['all', 'watcher', 'worker'].includes(mode)) throw new Error(`unknown mode ${mode}\n${USAGE}`);
-  const config = loadProcessConfig({ ...process.env, ...(values['ops-port'] ? { RIPPLE_OPS_PORT: values['ops-port'] } : {}) });
+  const config = loadProcessConfig({
+    ...process.env,
+    ...(values['ops-port'] ? { RIPPLE_OPS_PORT: values['ops-port'] } : {}),
+    ...(values.port ? { PORT: values.port } : {}),
+  });
+  const modeArg = positionals[0] ?? config.RIPPLE_MODE ?? 'all';
+  if (!(MODES as readonly string[]).includes(modeArg)) throw new Error(`unknown mode ${modeArg}\n${USAGE}`);
+  const mode = modeArg as Mode;
+  const functionName = values.function ?? config.RIPPLE_FUNCTION;
   const log = createLogger('ripple', config.LOG_LEVEL).child({ mode });
-  const cleanups: Array<() => Promise<void>> = [];
+  const functions = values.definitions ? await loadDefinitions(values.definitions) : allFunctions();
+  const dispatch = parseDispatchTargets(values.dispatch ?? []);
+  const inProcess = values.functions?.split(',').filter(Boolean);
+  if (dispatch.length > 0 && mode !== 'worker') throw new Error('--dispatch is a worker option: ripple worker --dispatch fn=URL');
+  for (const t of dispatch) {
+    if (!functions.some((f) => f.name === t.fn)) throw new Error(`--dispatch ${t.fn}: unknown function; known: ${functions.map((f) => f.name).join(', ')}`);
+    if (inProcess?.includes(t.fn)) throw new Error(`${t.fn} is both in --functions and --dispatch: run it one way`);
+  }
+  if (mode === 'serve' && !functionName) throw new Error('serve needs --function NAME (or RIPPLE_FUNCTION)');
 
   // Which cluster: explicit flags only; without them, the sandbox.
+  const cleanups: Array<() => Promise<void>> = [];
   const kubeconfigPath = values.kubeconfig ?? process.env.RIPPLE_KUBECONFIG;
   let target: KubeTarget;
   let controlPlane: ControlPlane | undefined;
   if (values['in-cluster']) target = { kind: 'in-cluster' };
   else if (kubeconfigPath && !values.sandbox) target = { kind: 'kubeconfig', path: kubeconfigPath, context: values.context };
+  else if (config.RIPPLE_IN_CLUSTER === 'true' && !values.sandbox) target = { kind: 'in-cluster' };
   else {
     log.info('starting the local sandbox (first run builds the control plane; progress follows)');
     controlPlane = await startControlPlane({ log: (line) => log.info(line) });
@@ -86,8 +140,36 @@ async function main(): Promise<void> {
   collectDefaultMetrics({ register: registry });
   const metrics = new QueueMetrics(registry);
   const namespace = config.RIPPLE_WATCH_NAMESPACE;
-  const host = new FunctionHost({ kc, redisUrl, prefix: config.RIPPLE_PREFIX, functions: allFunctions(), log, metrics, namespace });
-  cleanups.unshift(() => host.close());
+  const host = new FunctionHost({ kc, redisUrl, prefix: config.RIPPLE_PREFIX, functions, log, metrics, namespace });
+  // Shutdown runs these in order: stop producing work, drain the workers, then close what serves
+  // probes last so the kubelet sees a live process for the whole drain.
+  const stopProducing: Array<() => Promise<void>> = [];
+  const stopServing: Array<() => Promise<void>> = [];
+
+  let servePort: number | undefined;
+  if (mode === 'serve') {
+    const def = host.definition(functionName!);
+    const served = await serveFunction({
+      def,
+      run: (info) => host.runHandler(def, info),
+      redis: host.redis,
+      prefix: host.prefix,
+      log,
+      token: config.RIPPLE_FUNCTION_TOKEN,
+      maxInflight: config.RIPPLE_MAX_INFLIGHT,
+      ready: () => readinessProblems({ redis: host.redis, watchDownBoundMs: 0, watchStallBoundMs: 0 }),
+      registry,
+      metrics,
+      port: config.PORT,
+      hostname: config.RIPPLE_SERVE_HOST,
+    });
+    servePort = served.port;
+    stopProducing.push(() => served.close());
+    log.info(
+      { url: `http://${config.RIPPLE_SERVE_HOST}:${served.port}`, function: def.name, service: process.env.K_SERVICE, revision: process.env.K_REVISION, token: config.RIPPLE_FUNCTION_TOKEN ? 'required' : 'none' },
+      'serving the function over HTTP',
+    );
+  }
 
   let watcher: Watcher | undefined;
   let elector: LeaderElector | undefined;
@@ -107,42 +189,68 @@ async function main(): Promise<void> {
     });
     watcher.start();
     elector.start();
-    cleanups.unshift(async () => {
+    stopProducing.push(async () => {
       await elector!.stop();
       await watcher!.stop();
     });
   }
-  if (mode === 'all' || mode === 'worker') host.startWorkers(values.functions?.split(',').filter(Boolean));
+  if (mode === 'all') host.startWorkers(inProcess);
+  if (mode === 'worker') {
+    if (inProcess?.length || dispatch.length === 0) host.startWorkers(inProcess);
+    if (dispatch.length > 0) {
+      const urls = new Map(dispatch.map((t) => [t.fn, t.url]));
+      host.startWorkers(
+        dispatch.map((t) => t.fn),
+        { via: (def) => httpReconcile({ fn: def.name, url: urls.get(def.name)!, token: config.RIPPLE_FUNCTION_TOKEN, timeoutMs: config.RIPPLE_DISPATCH_TIMEOUT_MS }) },
+      );
+      log.info({ dispatch: dispatch.map((t) => ({ function: t.fn, url: redactUrl(t.url) })), timeoutMs: config.RIPPLE_DISPATCH_TIMEOUT_MS }, 'dispatching over HTTP');
+    }
+  }
 
-  const ops = await startOpsServer({
-    port: config.RIPPLE_OPS_PORT,
-    host: config.RIPPLE_OPS_HOST,
-    registry,
-    healthy: () => true,
-    ready: async () => {
-      const problems: string[] = [];
-      try {
-        await host.redis.ping();
-      } catch (err) {
-        problems.push(`redis: ${String(err)}`);
-      }
-      if (watcher && !watcher.ready(config.RIPPLE_WATCH_DOWN_BOUND_MS)) {
-        for (const h of watcher.health()) if (!h.synced || h.downSince) problems.push(`watch ${h.resource}: ${h.lastError ?? 'not synced'}`);
-      }
-      return problems;
+  let opsPort: number | undefined;
+  if (mode !== 'serve') {
+    const sources: HealthSources = {
+      redis: host.redis,
+      watcher,
+      workersRunning: mode === 'all' || mode === 'worker' ? () => host.workersRunning() : undefined,
+      watchDownBoundMs: config.RIPPLE_WATCH_DOWN_BOUND_MS,
+      watchStallBoundMs: config.RIPPLE_WATCH_STALL_BOUND_MS,
+    };
+    const control =
+      mode === 'all' || mode === 'ops'
+        ? { host, token: config.RIPPLE_OPS_TOKEN, roles: modelServingRoleStatusReader(host.redis, host.prefix), log }
+        : undefined;
+    const app = opsApp({ registry, live: () => livenessProblems(sources), ready: () => readinessProblems(sources), control });
+    const ops = await startOpsServer({ app, port: config.RIPPLE_OPS_PORT, host: config.RIPPLE_OPS_HOST });
+    opsPort = ops.port;
+    stopServing.push(() => ops.close());
+    if (control && !control.token) log.warn('RIPPLE_OPS_TOKEN is not set: manual resync and the writable dashboard are disabled');
+  }
+
+  log.info(
+    {
+      ops: opsPort === undefined ? undefined : `http://${config.RIPPLE_OPS_HOST}:${opsPort}`,
+      kubeconfig: controlPlane?.kubeconfig,
+      redis: redisServer?.source ?? 'REDIS_URL',
+      functions: host.functions.map((f) => f.name),
     },
-  });
-  cleanups.unshift(() => new Promise<void>((resolve) => ops.server.close(() => resolve())));
-  log.info({ ops: `http://${config.RIPPLE_OPS_HOST}:${ops.port}`, kubeconfig: controlPlane?.kubeconfig, redis: redisServer?.source ?? 'REDIS_URL', functions: host.functions.map((f) => f.name) }, 'ripple is running; Ctrl-C stops it');
+    'ripple is running; Ctrl-C stops it',
+  );
+  // Lets a parent process (tests, supervisors) know start-up is over, with the ports it got.
+  process.send?.({ ready: true, opsPort, port: servePort });
 
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting without waiting for in-flight reconciles');
+      process.exit(1);
+    }
     stopping = true;
     log.info({ signal }, 'stopping: finishing in-flight reconciles');
-    for (const c of cleanups) {
+    const steps = [...stopProducing, () => host.close(), ...stopServing, ...cleanups];
+    for (const step of steps) {
       try {
-        await c();
+        await step();
       } catch (err) {
         log.warn({ err: String(err) }, 'cleanup step failed');
       }
@@ -163,6 +271,7 @@ function installCrds(kubeconfig: string, log: (msg: string) => void): void {
   log(`installed CRDs from ${path.relative(root, dir)}`);
 }
 
+// In a cluster the namespace exists and the watcher's RBAC cannot read namespaces; both failures are fine.
 async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
   try {

@@ -1,32 +1,132 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
+import { z } from 'zod';
+import type { WorkQueue } from '../queue/work-queue.js';
+import type { Logger } from '../runtime/log.js';
+import { requireToken } from './auth.js';
+import { ADMIN_DASHBOARD_PATH, DASHBOARD_PATH, mountDashboards } from './dashboard.js';
+import { jobCounts, registerJobCounts } from './queue-counts.js';
+import { resyncRoutes, type ResyncHost } from './resync.js';
+import type { RoleStatusReader } from './role-status.js';
 
-export interface OpsServerOptions {
-  port: number;
-  host: string;
-  registry: Registry;
-  /** Liveness: the process is not wedged. */
-  healthy: () => boolean;
-  /** Readiness: Redis answers and no watch has been down past its bound; returns what is wrong. */
-  ready: () => Promise<string[]>;
+/** What the full ops surface needs of the function host. */
+export type OpsHost = ResyncHost & { allQueues(): WorkQueue[] };
+
+export interface OpsControl {
+  host: OpsHost;
+  /** RIPPLE_OPS_TOKEN; undefined disables every state-changing route. */
+  token: string | undefined;
+  roles: RoleStatusReader;
+  log: Logger;
 }
 
-/** The ops endpoints every Ripple process serves: health, readiness and Prometheus metrics. */
-export function opsApp(opts: Omit<OpsServerOptions, 'port' | 'host'>): Hono {
+export interface OpsAppOptions {
+  registry: Registry;
+  /** Liveness problems (empty: alive). */
+  live: () => string[] | Promise<string[]>;
+  /** Readiness problems (empty: ready). */
+  ready: () => Promise<string[]>;
+  /**
+   * The control surface: dashboards, manual resync, job counts, the role datastore. Only the ops
+   * server (and all-in-one) has it; watcher and worker processes serve health and metrics only, so
+   * the job counts are exported once and the writable routes exist in one place.
+   */
+  control?: OpsControl;
+}
+
+const rolesQuery = z.object({
+  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'namespace must be a DNS-1123 label').optional(),
+  limit: z.coerce.number().int().min(1).max(5000).optional(),
+});
+
+export function opsApp(opts: OpsAppOptions): Hono {
   const app = new Hono();
-  app.get('/healthz', (c) => (opts.healthy() ? c.text('ok') : c.text('unhealthy', 500)));
+  app.onError((err, c) => {
+    opts.control?.log.error({ err: err.message, path: c.req.path }, 'ops route failed');
+    return c.json({ error: err.message }, 500);
+  });
+
+  app.get('/healthz', async (c) => {
+    const problems = await opts.live();
+    return problems.length === 0 ? c.text('ok') : c.json({ live: false, problems }, 500);
+  });
   app.get('/readyz', async (c) => {
     const problems = await opts.ready();
     return problems.length === 0 ? c.text('ok') : c.json({ ready: false, problems }, 503);
   });
   app.get('/metrics', async (c) => c.body(await opts.registry.metrics(), 200, { 'Content-Type': opts.registry.contentType }));
+
+  const control = opts.control;
+  if (!control) return app;
+  const queues = control.host.allQueues();
+  registerJobCounts(opts.registry, () => control.host.allQueues());
+
+  app.get('/', (c) =>
+    c.json({
+      service: 'ripple-ops',
+      endpoints: {
+        health: ['/healthz', '/readyz'],
+        metrics: '/metrics',
+        queues: '/api/queues',
+        roles: ['/api/roles', '/api/roles/:namespace/:name'],
+        dashboard: DASHBOARD_PATH,
+        adminDashboard: `${ADMIN_DASHBOARD_PATH} (token)`,
+        resync: ['POST /api/resync', 'POST /api/resync/:function', 'POST /api/resync/:function/:namespace/:name'],
+      },
+      writable: control.token !== undefined,
+    }),
+  );
+
+  // Also what KEDA's metrics-api scaler can read without a Prometheus in between.
+  app.get('/api/queues', async (c) => {
+    const all = control.host.allQueues();
+    const counts = await Promise.all(all.map((q) => jobCounts(q)));
+    return c.json({
+      queues: all.map((q, i) => {
+        const s = counts[i]!;
+        return { name: q.name, counts: s, backlog: s.waiting + s.prioritized + s.delayed + s.active };
+      }),
+    });
+  });
+
+  app.get('/api/roles', async (c) => {
+    const q = rolesQuery.safeParse(c.req.query());
+    if (!q.success) return c.json({ error: q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') }, 400);
+    return c.json(await control.roles.list(q.data));
+  });
+  app.get('/api/roles/:namespace/:name', async (c) => {
+    const entries = await control.roles.get(c.req.param('namespace'), c.req.param('name'));
+    return entries.length === 0 ? c.json({ error: 'no role status stored for this object', entries }, 404) : c.json({ entries });
+  });
+
+  app.use('/api/resync', requireToken({ token: control.token }));
+  app.use('/api/resync/*', requireToken({ token: control.token }));
+  app.route('/api/resync', resyncRoutes(control.host, control.log));
+
+  mountDashboards(app, queues, control.token);
   return app;
 }
 
-export function startOpsServer(opts: OpsServerOptions & { app?: Hono }): Promise<{ server: ServerType; port: number }> {
-  const app = opts.app ?? opsApp(opts);
+export interface RunningOpsServer {
+  server: ServerType;
+  port: number;
+  close(): Promise<void>;
+}
+
+export function startOpsServer(opts: { app: Hono; port: number; host: string }): Promise<RunningOpsServer> {
   return new Promise((resolve) => {
-    const server = serve({ fetch: app.fetch, port: opts.port, hostname: opts.host }, (info) => resolve({ server, port: info.port }));
+    const server = serve({ fetch: opts.app.fetch, port: opts.port, hostname: opts.host }, (info) =>
+      resolve({
+        server,
+        port: info.port,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            // Keep-alive connections (Prometheus, the kubelet) would hold close() open until they time out.
+            if ('closeIdleConnections' in server) server.closeIdleConnections();
+          }),
+      }),
+    );
   });
 }

@@ -128,7 +128,10 @@ export class FunctionHost {
   async resync(fn: string, reason = 'resync', onEnqueued?: (key: string, result: ScheduleResult) => void): Promise<number> {
     const def = this.definition(fn);
     if (def.tickKeys) {
-      for (const key of def.tickKeys) onEnqueued?.(key, await this.queue(fn).add(key, 0, reason));
+      for (const key of def.tickKeys) {
+        const result = await this.queue(fn).add(key, 0, reason);
+        onEnqueued?.(key, result);
+      }
       return def.tickKeys.length;
     }
     const primary = def.primary;

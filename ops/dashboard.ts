@@ -1,0 +1,48 @@
+import { createBullBoard } from '@bull-board/api';
+import type { IServerAdapter } from '@bull-board/api/typings/app';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { HonoAdapter } from '@bull-board/hono';
+import { serveStatic } from '@hono/node-server/serve-static';
+import type { Hono } from 'hono';
+import type { WorkQueue } from '../queue/work-queue.js';
+import { requireToken } from './auth.js';
+
+export const DASHBOARD_PATH = '/ui';
+export const ADMIN_DASHBOARD_PATH = '/admin/ui';
+
+function board(queues: WorkQueue[], basePath: string, readOnlyMode: boolean, title: string): Hono {
+  const adapter = new HonoAdapter(serveStatic);
+  adapter.setBasePath(basePath);
+  createBullBoard({
+    queues: queues.map((q) => new BullMQAdapter(q.bull, { readOnlyMode, allowRetries: !readOnlyMode, description: `Ripple function ${q.name}` })),
+    // @bull-board/hono 9.10.1 carries its own @bull-board/api 9.10.1 typings (a private field differs
+    // from 9.10.2's); the runtime interface is the same, only the declarations are distinct.
+    serverAdapter: adapter as unknown as IServerAdapter,
+    options: { uiConfig: { boardTitle: title } },
+  });
+  return adapter.registerPlugin();
+}
+
+/**
+ * Two bull-board instances over the same queues: a read-only one anyone who can reach the ops port
+ * may open, and a writable one behind the ops token. Two boards rather than one board with a guard on
+ * its write routes, because bull-board's UI shows the retry/clean/remove buttons from each queue's
+ * `readOnlyMode`: a read-only board does not offer what it would refuse.
+ */
+export function mountDashboards(app: Hono, queues: WorkQueue[], token: string | undefined): void {
+  // bull-board already answers 405 on write routes of read-only queues; this refuses every other
+  // method too, including any route a future bull-board adds without the read-only check.
+  app.use(`${DASHBOARD_PATH}/*`, async (c, next) => {
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+      return c.json({ error: `the dashboard at ${DASHBOARD_PATH} is read-only; use ${ADMIN_DASHBOARD_PATH} with the ops token` }, 403);
+    }
+    await next();
+  });
+  // bull-board's page sets <base href="/ui/">, so browsers come back to the trailing-slash form.
+  app.get(`${DASHBOARD_PATH}/`, (c) => c.redirect(DASHBOARD_PATH));
+  app.route(DASHBOARD_PATH, board(queues, DASHBOARD_PATH, true, 'Ripple queues (read-only)'));
+  app.use(`${ADMIN_DASHBOARD_PATH}`, requireToken({ token, basicRealm: 'ripple-ops' }));
+  app.use(`${ADMIN_DASHBOARD_PATH}/*`, requireToken({ token, basicRealm: 'ripple-ops' }));
+  app.get(`${ADMIN_DASHBOARD_PATH}/`, (c) => c.redirect(ADMIN_DASHBOARD_PATH));
+  app.route(ADMIN_DASHBOARD_PATH, board(queues, ADMIN_DASHBOARD_PATH, false, 'Ripple queues'));
+}

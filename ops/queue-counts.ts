@@ -1,0 +1,43 @@
+import { Gauge, type Registry } from 'prom-client';
+import type { WorkQueue } from '../queue/work-queue.js';
+
+/**
+ * The BullMQ states a scaler must see. `wait` alone (what KEDA's redis list scaler reads) misses
+ * delayed jobs (requeueAfter, backoff retries, the resync tick) and active ones, so scaling on it
+ * lets workers go away while work is pending or running.
+ */
+export const JOB_STATES = ['waiting', 'delayed', 'prioritized', 'active', 'paused', 'waiting-children', 'completed', 'failed'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+export const JOB_COUNT_METRIC = 'bullmq_job_count';
+
+export async function jobCounts(queue: WorkQueue): Promise<Record<JobState, number>> {
+  const raw = await queue.bull.getJobCounts(...JOB_STATES);
+  const out = {} as Record<JobState, number>;
+  for (const s of JOB_STATES) out[s] = raw[s] ?? 0;
+  return out;
+}
+
+/**
+ * Registers `bullmq_job_count{queue,state}` — the name and labels of BullMQ's own
+ * `exportPrometheusMetrics`, so existing BullMQ dashboards and alerts read it — computed from Redis at
+ * scrape time. Only one process per deployment should export it (the ops server): the counts are
+ * global, and workers exporting them too would multiply every sum.
+ */
+export function registerJobCounts(registry: Registry, queues: () => WorkQueue[]): void {
+  if (registry.getSingleMetric(JOB_COUNT_METRIC)) return;
+  new Gauge({
+    name: JOB_COUNT_METRIC,
+    help: 'Number of jobs in the queue by state',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const all = queues();
+      const counts = await Promise.all(all.map((q) => jobCounts(q)));
+      all.forEach((q, i) => {
+        for (const s of JOB_STATES) this.set({ queue: q.name, state: s }, counts[i]![s]);
+      });
+    },
+  });
+}

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+import type { KeyedWorkerOptions } from '../queue/worker.js';
+import { ConnectivityError, TerminalError } from './errors.js';
+import { CLOUDEVENT_TYPE, reconcileResponseSchema } from './http-function.js';
+
+/**
+ * The dispatcher: a KeyedWorker whose reconcile is an HTTP call to the function's URL (Knative,
+ * OpenFaaS, or `ripple serve`). It is only another `reconcile` implementation, so the queue's claim,
+ * release, dirty re-run, backoff and requeueAfter work exactly as for in-process handlers, and the
+ * BullMQ lock is held (and renewed) for as long as the call runs.
+ */
+
+export interface DispatchTarget {
+  fn: string;
+  url: string;
+}
+
+const targetSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]*=/, 'expected <function>=<url>, e.g. reconcile-modelserving=http://reconcile-modelserving.ripple-system.svc.cluster.local')
+  .transform((s) => {
+    const eq = s.indexOf('=');
+    return { fn: s.slice(0, eq), url: s.slice(eq + 1) };
+  })
+  .pipe(z.object({ fn: z.string(), url: z.string().url('the URL after = is not a URL').refine((u) => /^https?:\/\//.test(u), 'the URL must be http:// or https://') }));
+
+/** Parses repeated `--dispatch fn=url` flags; one function at most once. */
+export function parseDispatchTargets(flags: readonly string[]): DispatchTarget[] {
+  const out: DispatchTarget[] = [];
+  for (const flag of flags) {
+    const parsed = targetSchema.safeParse(flag);
+    if (!parsed.success) throw new Error(`--dispatch ${redactUrl(flag)}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+    if (out.some((t) => t.fn === parsed.data.fn)) throw new Error(`--dispatch: ${parsed.data.fn} is named twice`);
+    out.push(parsed.data);
+  }
+  return out;
+}
+
+/** A URL as it may appear in logs and errors: without user:password. */
+export function redactUrl(text: string): string {
+  return text.replace(/\/\/[^/@\s]*@/, '//[redacted]@');
+}
+
+export interface HttpReconcileOptions {
+  fn: string;
+  url: string;
+  /** RIPPLE_FUNCTION_TOKEN, sent as a Bearer token. */
+  token?: string;
+  /** The whole call, connect to last byte; past it the reconcile counts as a transient failure. */
+  timeoutMs: number;
+  fetch?: typeof fetch;
+}
+
+async function readBody(res: Response): Promise<unknown> {
+  const text = await res.text();
+  if (!text.trim()) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text.slice(0, 500);
+  }
+}
+
+/**
+ * Reconcile by POSTing a binary-mode CloudEvent: the body stays the plain JSON request, so a function
+ * that knows nothing of CloudEvents (an OpenFaaS function) reads it as well as Knative does. The
+ * CloudEvent id is the reconcile id, so the dispatcher's and the function's log lines correlate.
+ *
+ * 2xx → done (its requeueAfterMs becomes the queue's requeueAfter); 422 → TerminalError (not retried);
+ * anything else — 5xx, 429 busy, 404 while a Knative revision is not ready, a timeout, a refused
+ * connection — is transient and retried with the key's backoff.
+ */
+export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['reconcile'] {
+  const doFetch = opts.fetch ?? fetch;
+  const shownUrl = redactUrl(opts.url);
+  return async ({ key, reason, reconcileId, log }) => {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'ce-specversion': '1.0',
+      'ce-id': reconcileId,
+      'ce-source': `/ripple/queues/${opts.fn}`,
+      'ce-type': CLOUDEVENT_TYPE,
+      'ce-subject': key,
+      'ce-time': new Date().toISOString(),
+    };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let res: Response;
+    try {
+      res = await doFetch(opts.url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ key, reason, reconcileId }),
+        signal: AbortSignal.timeout(opts.timeoutMs),
+      });
+    } catch (err) {
+      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+      throw new ConnectivityError(
+        timedOut ? `POST ${shownUrl}: no answer within ${opts.timeoutMs} ms` : `POST ${shownUrl}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`,
+      );
+    }
+    const body = await readBody(res);
+    const parsed = reconcileResponseSchema.safeParse(body);
+    if (res.ok) {
+      if (parsed.success && parsed.data.status === 'success') return parsed.data.requeueAfterMs === undefined ? undefined : { requeueAfterMs: parsed.data.requeueAfterMs };
+      // A 2xx from something that is not `ripple serve` (a proxy, a custom function): it reconciled.
+      log.debug({ status: res.status }, 'function answered 2xx without a Ripple body');
+      return undefined;
+    }
+    const message = parsed.success && 'error' in parsed.data ? parsed.data.error : typeof body === 'string' ? body : res.statusText;
+    if (res.status === 422) {
+      throw new TerminalError(message, parsed.success && parsed.data.status === 'terminal' ? parsed.data.reason : 'InvalidSpec');
+    }
+    throw new Error(`POST ${shownUrl} answered ${res.status}: ${message}`);
+  };
+}

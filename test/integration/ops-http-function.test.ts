@@ -1,0 +1,237 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Registry } from 'prom-client';
+import { EMIT_EVENTS, eventRequestsKey } from '../../runtime/event-sink.js';
+import type { FunctionDefinition } from '../../runtime/function.js';
+import { FunctionHost } from '../../runtime/host.js';
+import { serveFunction, type ServedFunction } from '../../runtime/http-function.js';
+import { createLogger } from '../../runtime/log.js';
+import { definitions } from '../fixtures/http-functions.js';
+import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+
+// A function served over HTTP (the `ripple serve` transport) against the real API server and Redis:
+// the three request forms reach the same handler through the same context a queue worker gives it.
+const log = createLogger('http-function-test', process.env.LOG_LEVEL ?? 'warn');
+let sb: TestSandbox;
+let host: FunctionHost;
+const servers: ServedFunction[] = [];
+
+function def(name: string): FunctionDefinition {
+  return host.definition(name);
+}
+
+async function serve(name: string, extra: { token?: string; maxInflight?: number } = {}): Promise<{ url: string; served: ServedFunction }> {
+  const d = def(name);
+  const served = await serveFunction({
+    def: d,
+    run: (info) => host.runHandler(d, info),
+    redis: host.redis,
+    prefix: host.prefix,
+    log,
+    registry: new Registry(),
+    port: 0,
+    hostname: '127.0.0.1',
+    ...extra,
+  });
+  servers.push(served);
+  return { url: `http://127.0.0.1:${served.port}`, served };
+}
+
+async function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(url, { method: 'POST', headers, body });
+  const text = await res.text();
+  return { status: res.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+async function mirrorData(name: string): Promise<Record<string, string> | undefined> {
+  try {
+    return (await sb.core.readNamespacedConfigMap({ namespace: sb.namespace, name: `${name}-mirror` })).data;
+  } catch {
+    return undefined;
+  }
+}
+
+async function deleteMirror(name: string): Promise<void> {
+  await sb.core.deleteNamespacedConfigMap({ namespace: sb.namespace, name: `${name}-mirror` }).catch(() => undefined);
+  await waitFor('the mirror to be gone', 10_000, async () => (await mirrorData(name)) === undefined);
+}
+
+beforeAll(async () => {
+  sb = await openSandbox('httpfn');
+  host = new FunctionHost({ kc: sb.kc, redisUrl: sb.redisUrl, prefix: sb.prefix, functions: definitions({ SLOW_MS: '1500' }), log, namespace: sb.namespace });
+});
+afterAll(async () => {
+  for (const s of servers.splice(0)) await s.close();
+  await host.close();
+  await sb.cleanup();
+});
+
+describe('HTTP functions', () => {
+  it('the same reconcile through JSON, a binary CloudEvent and a structured CloudEvent gives the same result', async () => {
+    const { url } = await serve('configmap-mirror');
+    await sb.core.createNamespacedConfigMap({ namespace: sb.namespace, body: { metadata: { name: 'src' }, data: { value: 'v1', requeueAfterMs: '1500' } } });
+    const key = `${sb.namespace}/src`;
+
+    const forms: Array<{ mode: string; headers: Record<string, string>; body: string }> = [
+      { mode: 'json', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ key }) },
+      {
+        mode: 'binary',
+        headers: { 'content-type': 'application/json', 'ce-specversion': '1.0', 'ce-id': 'evt-1', 'ce-source': '/test', 'ce-type': 'dev.ripple.reconcile', 'ce-subject': key },
+        body: JSON.stringify({ key }),
+      },
+      {
+        mode: 'structured',
+        headers: { 'content-type': 'application/cloudevents+json; charset=utf-8' },
+        body: JSON.stringify({ specversion: '1.0', id: 'evt-2', source: '/test', type: 'dev.ripple.reconcile', datacontenttype: 'application/json', data: { namespace: sb.namespace, name: 'src' } }),
+      },
+      // What Knative's ApiServerSource sends: the object itself as the data.
+      {
+        mode: 'binary, Kubernetes object as data',
+        headers: { 'content-type': 'application/json', 'ce-specversion': '1.0', 'ce-id': 'evt-3', 'ce-source': 'https://10.0.0.1', 'ce-type': 'dev.knative.apiserver.resource.update' },
+        body: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'src', namespace: sb.namespace }, data: { value: 'stale payload: ignored' } }),
+      },
+      // A binary CloudEvent without data names the key in its subject.
+      {
+        mode: 'binary, subject only',
+        headers: { 'ce-specversion': '1.0', 'ce-id': 'evt-4', 'ce-source': '/test', 'ce-type': 'dev.ripple.reconcile', 'ce-subject': key },
+        body: '',
+      },
+    ];
+    const results: Array<{ mode: string; requeueAfterMs: unknown; data: Record<string, string> | undefined }> = [];
+    for (const form of forms) {
+      await deleteMirror('src');
+      const res = await post(url, form.headers, form.body);
+      expect(res.status, `${form.mode}: ${JSON.stringify(res.json)}`).toBe(200);
+      expect(res.json.status).toBe('success');
+      expect(res.json.key).toBe(key);
+      results.push({ mode: form.mode, requeueAfterMs: res.json.requeueAfterMs, data: await mirrorData('src') });
+    }
+    const expected = { value: 'v1', key, namespace: sb.namespace, name: 'src', prefix: sb.prefix };
+    for (const r of results) {
+      expect(r.data, r.mode).toEqual(expected);
+      expect(r.requeueAfterMs, r.mode).toBe(1500);
+    }
+    // The CloudEvent id is the reconcile id, so the caller's and the function's log lines correlate.
+    const binary = await post(url, forms[1]!.headers, forms[1]!.body);
+    expect(binary.json.reconcileId).toBe('evt-1');
+
+    // The context is the host's: events went to emit-events' list and queue under the same prefix.
+    const requests = await sb.redis.lrange(eventRequestsKey(sb.prefix, `${sb.namespace}/ConfigMap/src`), 0, -1);
+    expect(requests.length).toBeGreaterThanOrEqual(forms.length);
+    expect(await host.queue(EMIT_EVENTS).bull.getJobCounts('waiting', 'delayed')).toMatchObject({ waiting: 1 });
+
+    // And a queue worker running the same definition produces the same mirror.
+    await deleteMirror('src');
+    const workerHost = new FunctionHost({ kc: sb.kc, redisUrl: sb.redisUrl, prefix: sb.prefix, functions: definitions(), log, namespace: sb.namespace });
+    try {
+      workerHost.startWorkers(['configmap-mirror']);
+      await workerHost.enqueue('configmap-mirror', key, 'test');
+      const viaQueue = await waitFor('the worker to mirror', 15_000, () => mirrorData('src'));
+      expect(viaQueue).toEqual(expected);
+    } finally {
+      await workerHost.close();
+    }
+  });
+
+  it('a transient error answers 500, a terminal error 422, a missing object 200', async () => {
+    const { url } = await serve('configmap-mirror');
+    await sb.core.createNamespacedConfigMap({ namespace: sb.namespace, body: { metadata: { name: 'flaky' }, data: { fail: 'transient' } } });
+    await sb.core.createNamespacedConfigMap({ namespace: sb.namespace, body: { metadata: { name: 'bad' }, data: { fail: 'terminal' } } });
+    const json = { 'content-type': 'application/json' };
+
+    const transient = await post(url, json, JSON.stringify({ key: `${sb.namespace}/flaky` }));
+    expect(transient.status).toBe(500);
+    expect(transient.json).toMatchObject({ status: 'error', error: 'the API server said 500 (simulated)' });
+
+    const terminal = await post(url, { 'content-type': 'application/cloudevents+json' }, JSON.stringify({ specversion: '1.0', id: 'x', source: '/t', type: 't', subject: `${sb.namespace}/bad` }));
+    expect(terminal.status).toBe(422);
+    expect(terminal.json).toMatchObject({ status: 'terminal', reason: 'InvalidValue', error: 'spec.value must not be empty (simulated)' });
+
+    const gone = await post(url, json, JSON.stringify({ key: `${sb.namespace}/never-existed` }));
+    expect(gone.status).toBe(200);
+    expect(gone.json.requeueAfterMs).toBeUndefined();
+  });
+
+  it('a malformed request answers 400 (415 for a batch) with a message saying what is wrong', async () => {
+    const { url } = await serve('configmap-mirror');
+    const cases: Array<{ what: string; headers: Record<string, string>; body: string; status: number; message: RegExp }> = [
+      { what: 'invalid JSON', headers: { 'content-type': 'application/json' }, body: '{"key": ', status: 400, message: /not valid JSON/ },
+      { what: 'empty body', headers: { 'content-type': 'application/json' }, body: '', status: 400, message: /empty body/ },
+      { what: 'wrong shape', headers: { 'content-type': 'application/json' }, body: '{"object": "x"}', status: 400, message: /expected \{"key"/ },
+      { what: 'empty key', headers: { 'content-type': 'application/json' }, body: '{"key": ""}', status: 400, message: /expected \{"key"/ },
+      {
+        what: 'binary CloudEvent without ce-id',
+        headers: { 'content-type': 'application/json', 'ce-specversion': '1.0', 'ce-source': '/t', 'ce-type': 't' },
+        body: '{"key": "a/b"}',
+        status: 400,
+        message: /ce-id/,
+      },
+      {
+        what: 'structured CloudEvent 0.3',
+        headers: { 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '0.3', id: 'x', source: '/t', type: 't', data: { key: 'a/b' } }),
+        status: 400,
+        message: /specversion must be "1.0"/,
+      },
+      {
+        what: 'structured CloudEvent without data or subject',
+        headers: { 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '1.0', id: 'x', source: '/t', type: 't' }),
+        status: 400,
+        message: /no data and no subject/,
+      },
+      { what: 'batched CloudEvents', headers: { 'content-type': 'application/cloudevents-batch+json' }, body: '[]', status: 415, message: /batched/ },
+    ];
+    for (const c of cases) {
+      const res = await post(url, c.headers, c.body);
+      expect(res.status, c.what).toBe(c.status);
+      expect(res.json.status, c.what).toBe('invalid');
+      expect(String(res.json.error), c.what).toMatch(c.message);
+    }
+  });
+
+  it('never runs one key twice at once: a concurrent request for the same key answers 429', async () => {
+    const { url } = await serve('slow');
+    const json = { 'content-type': 'application/json' };
+    const first = post(url, json, JSON.stringify({ key: 'ns/one' }));
+    await waitFor('the first reconcile to start', 5000, async () => (await sb.redis.lrange(`${sb.prefix}:slow:started`, 0, -1)).includes('ns/one'));
+    const second = await post(url, json, JSON.stringify({ key: 'ns/one' }));
+    expect(second.status).toBe(429);
+    expect(second.json.status).toBe('busy');
+    const other = post(url, json, JSON.stringify({ key: 'ns/other' })); // another key is not held up
+    expect((await first).status).toBe(200);
+    expect((await other).status).toBe(200);
+    // Released afterwards: the key can run again.
+    expect((await post(url, json, JSON.stringify({ key: 'ns/one' }))).status).toBe(200);
+  });
+
+  it('serves of-watchdog health paths; on close it turns unready, finishes the running reconcile, then stops', async () => {
+    const { url, served } = await serve('slow');
+    expect((await fetch(`${url}/_/health`)).status).toBe(200);
+    expect((await fetch(`${url}/_/ready`)).status).toBe(200);
+    const running = post(url, { 'content-type': 'application/json' }, JSON.stringify({ key: 'ns/drain' }));
+    await waitFor('the reconcile to start', 5000, async () => (await sb.redis.lrange(`${sb.prefix}:slow:started`, 0, -1)).includes('ns/drain'));
+    const closing = served.close();
+    const ready = await fetch(`${url}/_/ready`);
+    expect(ready.status).toBe(503);
+    const refused = await post(url, { 'content-type': 'application/json' }, JSON.stringify({ key: 'ns/late' }));
+    expect(refused.status).toBe(503);
+    expect(refused.json.status).toBe('draining');
+    const res = await running;
+    expect(res.status).toBe(200);
+    await closing;
+    expect(await sb.redis.lrange(`${sb.prefix}:slow:finished`, 0, -1)).toContain('ns/drain');
+  });
+
+  it('with a function token configured, a request without it answers 401', async () => {
+    const token = 'function-token-0123456789abcdef';
+    const { url } = await serve('slow', { token });
+    const body = JSON.stringify({ key: 'ns/requeue' });
+    const without = await post(url, { 'content-type': 'application/json' }, body);
+    expect(without.status).toBe(401);
+    const wrong = await post(url, { 'content-type': 'application/json', authorization: 'Bearer nope-nope-nope-nope' }, body);
+    expect(wrong.status).toBe(401);
+    const right = await post(url, { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body);
+    expect(right.status).toBe(200);
+    expect(right.json.requeueAfterMs).toBe(60_000);
+  });
+});
