@@ -197,8 +197,6 @@ export const variantAutoscalingPrinterColumns: PrinterColumn[] = [
   { name: 'Optimized', type: 'string', jsonPath: '.status.desiredOptimizedAlloc.numReplicas' },
   { name: 'MetricsReady', type: 'string', jsonPath: ".status.conditions[?(@.type=='MetricsAvailable')].status" },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-  // Ripple's unified status; priority 1 keeps WVA's default `kubectl get va` columns unchanged.
-  { name: 'Phase', type: 'string', jsonPath: '.status.phase', priority: 1 },
 ];
 
 /** For api/generate-crds.ts: `'variantautoscaling.yaml': [VARIANT_AUTOSCALING_CRD, 'api/variantautoscaling.ts']`. */

@@ -1,0 +1,120 @@
+/**
+ * The configuration held in Redis: refreshed from the ConfigMaps when one of them changes (the
+ * `@config` key, seed 003 example 4) and checked at the start of every cycle, so a change missed while
+ * no watcher led is picked up by the next tick. Each ConfigMap is parsed only when its uid or
+ * resourceVersion moved; an unparsable entry is reported (log + Warning Event naming the key) and
+ * its last good value kept.
+ */
+import { z } from 'zod';
+import { isStatus, kubeRequest } from '../../kube/raw.js';
+import { objectPath, Resources } from '../../kube/resources.js';
+import type { HandlerContext } from '../../runtime/function.js';
+import { parseControllerConfig } from './config/controller-config.js';
+import { describeIssue, type ConfigIssue } from './config/issues.js';
+import type { AutoscalerNames } from './config/names.js';
+import { parseSaturationConfig } from './config/saturation-config.js';
+import { parseScaleToZeroConfig } from './config/scale-to-zero-config.js';
+import { initialConfig, parseStoredConfig, type StoredConfig } from './config/stored.js';
+import { FUNCTION_NAME, stateKeys } from './keys.js';
+
+const configMapSchema = z.object({
+  metadata: z.object({ name: z.string(), namespace: z.string().optional(), uid: z.string().optional(), resourceVersion: z.string().optional() }),
+  // Binary data is not read; values are strings by the API's definition.
+  data: z.record(z.string(), z.string()).optional(),
+});
+type ConfigMap = z.infer<typeof configMapSchema>;
+
+const ABSENT = 'absent';
+
+async function readConfigMap(ctx: Pick<HandlerContext, 'kc'>, namespace: string, name: string): Promise<ConfigMap | undefined> {
+  try {
+    return configMapSchema.parse(await kubeRequest(ctx.kc, objectPath(Resources.configMap, namespace, name)));
+  } catch (err) {
+    if (isStatus(err, 404)) return undefined;
+    throw err;
+  }
+}
+
+function versionOf(cm: ConfigMap | undefined): string {
+  return cm ? `${cm.metadata.uid ?? ''}/${cm.metadata.resourceVersion ?? ''}` : ABSENT;
+}
+
+export interface ConfigRefresh {
+  config: StoredConfig;
+  /** Which ConfigMaps were parsed again because they changed. */
+  reparsed: Array<'controller' | 'saturation' | 'scaleToZero'>;
+  issues: ConfigIssue[];
+}
+
+export async function readStoredConfig(ctx: Pick<HandlerContext, 'redis' | 'prefix'>): Promise<StoredConfig | undefined> {
+  return parseStoredConfig(await ctx.redis.get(stateKeys(ctx.prefix).config));
+}
+
+export async function refreshConfig(ctx: HandlerContext, names: AutoscalerNames): Promise<ConfigRefresh> {
+  const stored = await readStoredConfig(ctx);
+  const previous = stored ?? initialConfig(ctx.now());
+  const [controllerCm, saturationCm, scaleToZeroCm] = await Promise.all([
+    readConfigMap(ctx, names.namespace, names.controllerConfigMap),
+    readConfigMap(ctx, names.namespace, names.saturationConfigMap),
+    readConfigMap(ctx, names.namespace, names.scaleToZeroConfigMap),
+  ]);
+  const versions = { controller: versionOf(controllerCm), saturation: versionOf(saturationCm), scaleToZero: versionOf(scaleToZeroCm) };
+  const issues: Array<{ issue: ConfigIssue; cm: ConfigMap | undefined }> = [];
+  const reparsed: ConfigRefresh['reparsed'] = [];
+  const next: StoredConfig = { ...previous, versions, refreshedAt: previous.refreshedAt };
+
+  // Last good values only come from a stored configuration: a first parse has none to keep.
+  if (!stored || stored.versions.controller !== versions.controller) {
+    const r = parseControllerConfig(controllerCm?.data, stored?.controller, names.controllerConfigMap);
+    next.controller = r.config;
+    reparsed.push('controller');
+    for (const issue of r.issues) issues.push({ issue, cm: controllerCm });
+    if (r.ignoredKeys.length > 0) ctx.log.info({ configMap: names.controllerConfigMap, keys: r.ignoredKeys }, 'ConfigMap keys this version does not read');
+  }
+  if (!stored || stored.versions.saturation !== versions.saturation) {
+    const r = parseSaturationConfig(saturationCm?.data, stored?.saturation, names.saturationConfigMap);
+    next.saturation = r.config;
+    reparsed.push('saturation');
+    for (const issue of r.issues) issues.push({ issue, cm: saturationCm });
+  }
+  if (!stored || stored.versions.scaleToZero !== versions.scaleToZero) {
+    const r = parseScaleToZeroConfig(scaleToZeroCm?.data, stored?.scaleToZero, names.scaleToZeroConfigMap);
+    next.scaleToZero = r.config;
+    reparsed.push('scaleToZero');
+    for (const issue of r.issues) issues.push({ issue, cm: scaleToZeroCm });
+  }
+  if (reparsed.length === 0) return { config: previous, reparsed, issues: [] };
+
+  next.refreshedAt = ctx.now().toISOString();
+  await ctx.redis.set(stateKeys(ctx.prefix).config, JSON.stringify(next));
+  ctx.log.info(
+    { reparsed, intervalMs: next.controller.globalOptIntervalMs, saturationDefault: next.saturation.default, overrides: next.saturation.overrides.map((o) => o.key) },
+    'autoscaler configuration refreshed',
+  );
+  for (const { issue, cm } of issues) await reportIssue(ctx, names, issue, cm);
+  return { config: next, reparsed, issues: issues.map((i) => i.issue) };
+}
+
+/** One bad entry: a log line and a Warning Event on the ConfigMap, both naming the key. */
+async function reportIssue(ctx: HandlerContext, names: AutoscalerNames, issue: ConfigIssue, cm: ConfigMap | undefined): Promise<void> {
+  const message = describeIssue(issue);
+  ctx.log.warn({ configMap: issue.configMap, key: issue.key, fallback: issue.fallback }, message);
+  try {
+    await ctx.events.emit({
+      involvedObject: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        namespace: names.namespace,
+        name: issue.configMap,
+        ...(cm?.metadata.uid !== undefined ? { uid: cm.metadata.uid } : {}),
+      },
+      type: 'Warning',
+      reason: 'InvalidConfiguration',
+      message,
+      source: FUNCTION_NAME,
+    });
+  } catch (err) {
+    // The configuration is applied either way; the Event is only the notice of it.
+    ctx.log.warn({ err: String(err) }, 'could not queue the configuration Event');
+  }
+}

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CONTROLLER_CONFIG, effectivePrometheusSettings, parseControllerConfig } from './controller-config.js';
+import { describeIssue } from './issues.js';
+
+// WVA's config/manager/configmap.yaml data, as shipped.
+const UPSTREAM_DATA = {
+  PROMETHEUS_BASE_URL: 'https://kube-prometheus-stack-prometheus.workload-variant-autoscaler-monitoring.svc.cluster.local:9090',
+  PROMETHEUS_TLS_INSECURE_SKIP_VERIFY: 'true',
+  GLOBAL_OPT_INTERVAL: '60s',
+  WVA_SCALE_TO_ZERO: 'false',
+  PROMETHEUS_METRICS_CACHE_ENABLED: 'true',
+  PROMETHEUS_METRICS_CACHE_TTL: '30s',
+  PROMETHEUS_METRICS_CACHE_MAX_SIZE: '0',
+  PROMETHEUS_METRICS_CACHE_CLEANUP_INTERVAL: '1m',
+  PROMETHEUS_METRICS_CACHE_FETCH_INTERVAL: '30s',
+  PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD: '1m',
+  PROMETHEUS_METRICS_CACHE_STALE_THRESHOLD: '2m',
+  PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD: '5m',
+  WVA_LIMITED_MODE: 'false',
+  WVA_NODE_SELECTOR: '',
+};
+
+describe('parseControllerConfig', () => {
+  it('reads the upstream ConfigMap without issues', () => {
+    const { config, issues, ignoredKeys } = parseControllerConfig(UPSTREAM_DATA);
+    expect(issues).toEqual([]);
+    expect(ignoredKeys).toEqual([]);
+    expect(config.prometheus).toEqual({
+      baseUrl: UPSTREAM_DATA.PROMETHEUS_BASE_URL,
+      tlsInsecureSkipVerify: true,
+    });
+    expect(config.globalOptIntervalMs).toBe(60_000);
+    expect(config.scaleToZero).toBe(false);
+    expect(config.metricsCache).toEqual(DEFAULT_CONTROLLER_CONFIG.metricsCache);
+    expect(config.nodeSelector).toBeUndefined();
+  });
+
+  it('uses the defaults when the ConfigMap is missing', () => {
+    const { config, issues } = parseControllerConfig(undefined);
+    expect(config).toEqual(DEFAULT_CONTROLLER_CONFIG);
+    expect(config.globalOptIntervalMs).toBe(60_000);
+    expect(issues).toEqual([]);
+  });
+
+  it('honours GLOBAL_OPT_INTERVAL in Go duration syntax', () => {
+    expect(parseControllerConfig({ GLOBAL_OPT_INTERVAL: '1m30s' }).config.globalOptIntervalMs).toBe(90_000);
+    expect(parseControllerConfig({ GLOBAL_OPT_INTERVAL: '15s' }).config.globalOptIntervalMs).toBe(15_000);
+  });
+
+  it('reports an unparsable entry by key and keeps the last good value', () => {
+    const first = parseControllerConfig({ GLOBAL_OPT_INTERVAL: '30s', WVA_SCALE_TO_ZERO: 'true' });
+    const second = parseControllerConfig({ GLOBAL_OPT_INTERVAL: 'soon', WVA_SCALE_TO_ZERO: 'true' }, first.config);
+    expect(second.config.globalOptIntervalMs).toBe(30_000);
+    expect(second.config.scaleToZero).toBe(true);
+    expect(second.issues).toEqual([
+      {
+        configMap: 'workload-variant-autoscaler-variantautoscaling-config',
+        key: 'GLOBAL_OPT_INTERVAL',
+        severity: 'error',
+        message: '"soon" must be a duration such as "60s", "1m30s" or "500ms"',
+        fallback: 'last-good',
+      },
+    ]);
+    expect(describeIssue(second.issues[0]!)).toBe(
+      'workload-variant-autoscaler-variantautoscaling-config[GLOBAL_OPT_INTERVAL]: "soon" must be a duration such as "60s", "1m30s" or "500ms" (keeping the last good value)',
+    );
+  });
+
+  it('falls back to the default for a bad entry on first read', () => {
+    const { config, issues } = parseControllerConfig({ GLOBAL_OPT_INTERVAL: '10ms', WVA_SCALE_TO_ZERO: 'maybe' });
+    expect(config.globalOptIntervalMs).toBe(60_000);
+    expect(config.scaleToZero).toBe(false);
+    expect(issues.map((i) => [i.key, i.message, i.fallback])).toEqual([
+      ['GLOBAL_OPT_INTERVAL', '"10ms" must be at least 1s', 'default'],
+      ['WVA_SCALE_TO_ZERO', '"maybe" must be true or false', 'default'],
+    ]);
+  });
+
+  it('returns a removed key to its default rather than the last value', () => {
+    const first = parseControllerConfig({ GLOBAL_OPT_INTERVAL: '30s' });
+    expect(parseControllerConfig({}, first.config).config.globalOptIntervalMs).toBe(60_000);
+  });
+
+  it('never echoes a bearer token in an issue', () => {
+    const first = parseControllerConfig({ PROMETHEUS_BASE_URL: 'ftp://x', PROMETHEUS_BEARER_TOKEN: 's3cr3t' });
+    expect(first.config.prometheus.bearerToken).toBe('s3cr3t');
+    expect(first.issues).toHaveLength(1);
+    expect(first.issues[0]?.message).toBe('"ftp://x" must be an http:// or https:// URL');
+    expect(JSON.stringify(first.issues)).not.toContain('s3cr3t');
+  });
+
+  it('accepts http:// for a local Prometheus and trims a trailing slash', () => {
+    expect(parseControllerConfig({ PROMETHEUS_BASE_URL: 'http://127.0.0.1:9090/' }).config.prometheus.baseUrl).toBe('http://127.0.0.1:9090');
+  });
+
+  it('lists keys it does not read', () => {
+    expect(parseControllerConfig({ EPP_METRICS_CACHE_TTL: '15s', GLOBAL_OPT_INTERVAL: '60s' }).ignoredKeys).toEqual(['EPP_METRICS_CACHE_TTL']);
+  });
+
+  it.each([['true', true], ['True', true], ['yes', true], ['1', true], ['false', false], ['NO', false], ['0', false]])(
+    'reads boolean %s',
+    (text, value) => {
+      expect(parseControllerConfig({ WVA_LIMITED_MODE: text }).config.limitedMode).toBe(value);
+    },
+  );
+});
+
+describe('effectivePrometheusSettings', () => {
+  it('prefers the environment when PROMETHEUS_BASE_URL is set there', () => {
+    const { config } = parseControllerConfig({ PROMETHEUS_BASE_URL: 'https://from-cm:9090', PROMETHEUS_TLS_INSECURE_SKIP_VERIFY: 'true' });
+    const fromEnv = effectivePrometheusSettings(config, { PROMETHEUS_BASE_URL: 'http://from-env:9090' });
+    expect(fromEnv.source).toBe('env');
+    expect(fromEnv.settings).toEqual({ baseUrl: 'http://from-env:9090', tlsInsecureSkipVerify: false });
+    const fromCm = effectivePrometheusSettings(config, {});
+    expect(fromCm.source).toBe('configmap');
+    expect(fromCm.settings.baseUrl).toBe('https://from-cm:9090');
+  });
+});

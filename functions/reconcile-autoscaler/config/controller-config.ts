@@ -1,0 +1,192 @@
+/**
+ * The controller ConfigMap (`workload-variant-autoscaler-variantautoscaling-config`): Prometheus
+ * connection, `GLOBAL_OPT_INTERVAL`, feature flags and the metrics-cache settings. Every value is a
+ * string; each known key is parsed with zod. A key that is absent or empty takes its default; a key
+ * that cannot be parsed is reported and keeps its last good value.
+ */
+import type { z } from 'zod';
+import { DEFAULT_CONTROLLER_CONFIG_MAP } from './names.js';
+import type { ConfigIssue } from './issues.js';
+import { booleanText, durationText, httpUrlText, nonNegativeIntText, plainText } from './values.js';
+
+export interface PrometheusSettings {
+  /** Base URL of Prometheus's HTTP API; without it the autoscaler cannot collect metrics. */
+  baseUrl?: string;
+  tlsInsecureSkipVerify: boolean;
+  caCertPath?: string;
+  clientCertPath?: string;
+  clientKeyPath?: string;
+  serverName?: string;
+  /** Takes precedence over tokenPath. Never logged. */
+  bearerToken?: string;
+  tokenPath?: string;
+}
+
+export interface MetricsCacheSettings {
+  enabled: boolean;
+  ttlMs: number;
+  maxSize: number;
+  cleanupIntervalMs: number;
+  fetchIntervalMs: number;
+  freshThresholdMs: number;
+  staleThresholdMs: number;
+  unavailableThresholdMs: number;
+}
+
+export interface ControllerConfig {
+  prometheus: PrometheusSettings;
+  /** How often the saturation engine runs (the resync tick of this function). */
+  globalOptIntervalMs: number;
+  /** Controller-wide scale-to-zero default, below the scale-to-zero ConfigMap's entries. */
+  scaleToZero: boolean;
+  limitedMode: boolean;
+  nodeSelector?: string;
+  eppMetricReaderBearerToken?: string;
+  metricsCache: MetricsCacheSettings;
+}
+
+export const DEFAULT_GLOBAL_OPT_INTERVAL_MS = 60_000;
+
+export const DEFAULT_CONTROLLER_CONFIG: ControllerConfig = {
+  prometheus: { tlsInsecureSkipVerify: false },
+  globalOptIntervalMs: DEFAULT_GLOBAL_OPT_INTERVAL_MS,
+  scaleToZero: false,
+  limitedMode: false,
+  metricsCache: {
+    enabled: true,
+    ttlMs: 30_000,
+    maxSize: 0,
+    cleanupIntervalMs: 60_000,
+    fetchIntervalMs: 30_000,
+    freshThresholdMs: 60_000,
+    staleThresholdMs: 120_000,
+    unavailableThresholdMs: 300_000,
+  },
+};
+
+/** Keys whose values are secrets: never echoed in issues. */
+const SENSITIVE = new Set(['PROMETHEUS_BEARER_TOKEN', 'EPP_METRIC_READER_BEARER_TOKEN']);
+
+export const CONTROLLER_CONFIG_KEYS = [
+  'PROMETHEUS_BASE_URL',
+  'PROMETHEUS_TLS_INSECURE_SKIP_VERIFY',
+  'PROMETHEUS_CA_CERT_PATH',
+  'PROMETHEUS_CLIENT_CERT_PATH',
+  'PROMETHEUS_CLIENT_KEY_PATH',
+  'PROMETHEUS_SERVER_NAME',
+  'PROMETHEUS_BEARER_TOKEN',
+  'PROMETHEUS_TOKEN_PATH',
+  'GLOBAL_OPT_INTERVAL',
+  'WVA_SCALE_TO_ZERO',
+  'WVA_LIMITED_MODE',
+  'WVA_NODE_SELECTOR',
+  'EPP_METRIC_READER_BEARER_TOKEN',
+  'PROMETHEUS_METRICS_CACHE_ENABLED',
+  'PROMETHEUS_METRICS_CACHE_TTL',
+  'PROMETHEUS_METRICS_CACHE_MAX_SIZE',
+  'PROMETHEUS_METRICS_CACHE_CLEANUP_INTERVAL',
+  'PROMETHEUS_METRICS_CACHE_FETCH_INTERVAL',
+  'PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD',
+  'PROMETHEUS_METRICS_CACHE_STALE_THRESHOLD',
+  'PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD',
+] as const;
+export type ControllerConfigKey = (typeof CONTROLLER_CONFIG_KEYS)[number];
+
+export interface ParsedControllerConfig {
+  config: ControllerConfig;
+  issues: ConfigIssue[];
+  /** Keys present in the ConfigMap that this version does not read. */
+  ignoredKeys: string[];
+}
+
+type Data = Readonly<Record<string, string | undefined>>;
+
+function reader(data: Data, configMap: string, issues: ConfigIssue[]) {
+  return function read<T>(key: ControllerConfigKey, schema: z.ZodType<T, string>, fallback: T, previous: T | undefined, hasPrevious: boolean): T {
+    const raw = data[key];
+    if (raw === undefined || raw.trim() === '') return fallback;
+    const r = schema.safeParse(raw);
+    if (r.success) return r.data;
+    const shown = SENSITIVE.has(key) ? 'value' : JSON.stringify(raw);
+    issues.push({
+      configMap,
+      key,
+      severity: 'error',
+      message: `${shown} ${r.error.issues[0]?.message ?? 'is invalid'}`,
+      fallback: hasPrevious ? 'last-good' : 'default',
+    });
+    return hasPrevious ? (previous as T) : fallback;
+  };
+}
+
+/**
+ * Parse the controller ConfigMap's data. Pass the previous result's config so an entry that became
+ * unparsable keeps its last good value instead of snapping back to the default.
+ */
+export function parseControllerConfig(
+  data: Data | undefined,
+  previous?: ControllerConfig,
+  configMap: string = DEFAULT_CONTROLLER_CONFIG_MAP,
+): ParsedControllerConfig {
+  const d = data ?? {};
+  const issues: ConfigIssue[] = [];
+  const read = reader(d, configMap, issues);
+  const had = previous !== undefined;
+  const D = DEFAULT_CONTROLLER_CONFIG;
+  const P = previous;
+  const pc = P?.metricsCache;
+
+  const config: ControllerConfig = {
+    prometheus: omitUndefined({
+      baseUrl: read('PROMETHEUS_BASE_URL', httpUrlText, undefined, P?.prometheus.baseUrl, had),
+      tlsInsecureSkipVerify: read('PROMETHEUS_TLS_INSECURE_SKIP_VERIFY', booleanText, D.prometheus.tlsInsecureSkipVerify, P?.prometheus.tlsInsecureSkipVerify, had),
+      caCertPath: read('PROMETHEUS_CA_CERT_PATH', plainText, undefined, P?.prometheus.caCertPath, had),
+      clientCertPath: read('PROMETHEUS_CLIENT_CERT_PATH', plainText, undefined, P?.prometheus.clientCertPath, had),
+      clientKeyPath: read('PROMETHEUS_CLIENT_KEY_PATH', plainText, undefined, P?.prometheus.clientKeyPath, had),
+      serverName: read('PROMETHEUS_SERVER_NAME', plainText, undefined, P?.prometheus.serverName, had),
+      bearerToken: read('PROMETHEUS_BEARER_TOKEN', plainText, undefined, P?.prometheus.bearerToken, had),
+      tokenPath: read('PROMETHEUS_TOKEN_PATH', plainText, undefined, P?.prometheus.tokenPath, had),
+    }),
+    globalOptIntervalMs: read('GLOBAL_OPT_INTERVAL', durationText(1_000), D.globalOptIntervalMs, P?.globalOptIntervalMs, had),
+    scaleToZero: read('WVA_SCALE_TO_ZERO', booleanText, D.scaleToZero, P?.scaleToZero, had),
+    limitedMode: read('WVA_LIMITED_MODE', booleanText, D.limitedMode, P?.limitedMode, had),
+    ...omitUndefined({
+      nodeSelector: read('WVA_NODE_SELECTOR', plainText, undefined, P?.nodeSelector, had),
+      eppMetricReaderBearerToken: read('EPP_METRIC_READER_BEARER_TOKEN', plainText, undefined, P?.eppMetricReaderBearerToken, had),
+    }),
+    metricsCache: {
+      enabled: read('PROMETHEUS_METRICS_CACHE_ENABLED', booleanText, D.metricsCache.enabled, pc?.enabled, had),
+      ttlMs: read('PROMETHEUS_METRICS_CACHE_TTL', durationText(1), D.metricsCache.ttlMs, pc?.ttlMs, had),
+      maxSize: read('PROMETHEUS_METRICS_CACHE_MAX_SIZE', nonNegativeIntText, D.metricsCache.maxSize, pc?.maxSize, had),
+      cleanupIntervalMs: read('PROMETHEUS_METRICS_CACHE_CLEANUP_INTERVAL', durationText(1), D.metricsCache.cleanupIntervalMs, pc?.cleanupIntervalMs, had),
+      fetchIntervalMs: read('PROMETHEUS_METRICS_CACHE_FETCH_INTERVAL', durationText(0), D.metricsCache.fetchIntervalMs, pc?.fetchIntervalMs, had),
+      freshThresholdMs: read('PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD', durationText(0), D.metricsCache.freshThresholdMs, pc?.freshThresholdMs, had),
+      staleThresholdMs: read('PROMETHEUS_METRICS_CACHE_STALE_THRESHOLD', durationText(0), D.metricsCache.staleThresholdMs, pc?.staleThresholdMs, had),
+      unavailableThresholdMs: read('PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD', durationText(0), D.metricsCache.unavailableThresholdMs, pc?.unavailableThresholdMs, had),
+    },
+  };
+  const known = new Set<string>(CONTROLLER_CONFIG_KEYS);
+  const ignoredKeys = Object.keys(d).filter((k) => !known.has(k)).sort();
+  return { config, issues, ignoredKeys };
+}
+
+/**
+ * WVA reads Prometheus settings from the environment first: when `PROMETHEUS_BASE_URL` is set
+ * there, every Prometheus key comes from the environment and the ConfigMap's are ignored.
+ */
+export function effectivePrometheusSettings(
+  config: ControllerConfig,
+  env: Readonly<Record<string, string | undefined>>,
+): { settings: PrometheusSettings; source: 'env' | 'configmap'; issues: ConfigIssue[] } {
+  if (env['PROMETHEUS_BASE_URL'] === undefined || env['PROMETHEUS_BASE_URL'].trim() === '') {
+    return { settings: config.prometheus, source: 'configmap', issues: [] };
+  }
+  const subset: Record<string, string | undefined> = {};
+  for (const key of CONTROLLER_CONFIG_KEYS) if (key.startsWith('PROMETHEUS_') && !key.includes('CACHE')) subset[key] = env[key];
+  const parsed = parseControllerConfig(subset, undefined, 'environment');
+  return { settings: parsed.config.prometheus, source: 'env', issues: parsed.issues };
+}
+
+function omitUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,109 @@
+/**
+ * The configuration as held in Redis between ConfigMap refreshes: the parsed ConfigMaps (so an entry
+ * that turns bad keeps its last good value on any worker) and the resourceVersions they were parsed
+ * from (so an unchanged ConfigMap is not parsed, nor its problems reported, again). Read back with
+ * zod: Redis is a boundary, and an older Ripple may have written it.
+ */
+import { z } from 'zod';
+import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from './controller-config.js';
+import { BUILT_IN_SATURATION_CONFIG, saturationEntrySchema, type SaturationConfigSet } from './saturation-config.js';
+import { EMPTY_SCALE_TO_ZERO_CONFIG, type ScaleToZeroConfigSet } from './scale-to-zero-config.js';
+
+const ms = z.number().min(0);
+
+const controllerConfigSchema = z.object({
+  prometheus: z.object({
+    baseUrl: z.string().optional(),
+    tlsInsecureSkipVerify: z.boolean(),
+    caCertPath: z.string().optional(),
+    clientCertPath: z.string().optional(),
+    clientKeyPath: z.string().optional(),
+    serverName: z.string().optional(),
+    bearerToken: z.string().optional(),
+    tokenPath: z.string().optional(),
+  }),
+  globalOptIntervalMs: z.number().min(1000),
+  scaleToZero: z.boolean(),
+  limitedMode: z.boolean(),
+  nodeSelector: z.string().optional(),
+  eppMetricReaderBearerToken: z.string().optional(),
+  metricsCache: z.object({
+    enabled: z.boolean(),
+    ttlMs: ms,
+    maxSize: z.number().int().min(0),
+    cleanupIntervalMs: ms,
+    fetchIntervalMs: ms,
+    freshThresholdMs: ms,
+    staleThresholdMs: ms,
+    unavailableThresholdMs: ms,
+  }),
+}) satisfies z.ZodType<ControllerConfig>;
+
+const thresholdsSchema = z.object({
+  kvCacheThreshold: z.number(),
+  queueLengthThreshold: z.number(),
+  kvSpareTrigger: z.number(),
+  queueSpareTrigger: z.number(),
+  enableLimiter: z.boolean(),
+});
+
+const saturationConfigSetSchema = z.object({
+  default: thresholdsSchema,
+  defaultSource: z.enum(['configmap', 'built-in']),
+  entries: z.record(z.string(), saturationEntrySchema),
+  overrides: z.array(z.object({ key: z.string(), modelID: z.string(), namespace: z.string(), thresholds: thresholdsSchema })),
+}) satisfies z.ZodType<SaturationConfigSet>;
+
+const scaleToZeroEntrySchema = z.object({
+  modelID: z.string().optional(),
+  namespace: z.string().optional(),
+  enabled: z.boolean().optional(),
+  retentionMs: z.number().positive().optional(),
+});
+const scaleToZeroConfigSetSchema = z.object({
+  default: scaleToZeroEntrySchema.optional(),
+  entries: z.record(z.string(), scaleToZeroEntrySchema),
+}) satisfies z.ZodType<ScaleToZeroConfigSet>;
+
+/** Which version of a ConfigMap was parsed: `uid/resourceVersion`, or `absent`. */
+const versionSchema = z.string();
+
+export const storedConfigSchema = z.object({
+  controller: controllerConfigSchema,
+  saturation: saturationConfigSetSchema,
+  scaleToZero: scaleToZeroConfigSetSchema,
+  versions: z.object({ controller: versionSchema, saturation: versionSchema, scaleToZero: versionSchema }),
+  /** RFC 3339: when a ConfigMap change was last applied. */
+  refreshedAt: z.string(),
+});
+export interface StoredConfig {
+  controller: ControllerConfig;
+  saturation: SaturationConfigSet;
+  scaleToZero: ScaleToZeroConfigSet;
+  versions: { controller: string; saturation: string; scaleToZero: string };
+  refreshedAt: string;
+}
+
+/** Before any ConfigMap was read: WVA's documented defaults. */
+export function initialConfig(now: Date): StoredConfig {
+  return {
+    controller: DEFAULT_CONTROLLER_CONFIG,
+    saturation: BUILT_IN_SATURATION_CONFIG,
+    scaleToZero: EMPTY_SCALE_TO_ZERO_CONFIG,
+    versions: { controller: '', saturation: '', scaleToZero: '' },
+    refreshedAt: now.toISOString(),
+  };
+}
+
+/** The stored configuration, or undefined when there is none or it cannot be read (then it is rebuilt). */
+export function parseStoredConfig(text: string | null): StoredConfig | undefined {
+  if (text === null) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const r = storedConfigSchema.safeParse(json);
+  return r.success ? r.data : undefined;
+}

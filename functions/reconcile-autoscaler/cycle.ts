@@ -1,0 +1,165 @@
+/**
+ * The optimization cycle (the `@optimize` key, enqueued by every resync tick): read the VAs and their
+ * Deployments, ask Prometheus about every model group, decide with the pure engine, hand each VA its
+ * decision through Redis, and enqueue every VA so whichever worker takes it writes its status and
+ * publishes its gauges. Because the key is on the keyed queue, one cycle runs at a time across all
+ * workers.
+ */
+import { AppsV1Api, CoreV1Api, type V1Deployment, type V1LabelSelector } from '@kubernetes/client-node';
+import { parseVariantAutoscaling, type VariantAutoscaling } from '../../api/variantautoscaling.js';
+import { listSchema } from '../../kube/object.js';
+import { kubeRequest } from '../../kube/raw.js';
+import { collectionPath, Resources } from '../../kube/resources.js';
+import type { HandlerContext } from '../../runtime/function.js';
+import { effectivePrometheusSettings } from './config/controller-config.js';
+import { describeIssue } from './config/issues.js';
+import { autoscalerNames, type AutoscalerNames } from './config/names.js';
+import { scaleToZeroPolicyFor } from './config/scale-to-zero-config.js';
+import type { StoredConfig } from './config/stored.js';
+import { refreshConfig } from './config-store.js';
+import { FUNCTION_NAME } from './keys.js';
+import { prometheusClient, type PrometheusClient } from './prometheus/client.js';
+import { collectGroupInputs } from './prometheus/collect.js';
+import { selectActiveVariants, type VariantCandidate } from './saturation/active-variants.js';
+import { decideCycle, type GroupInputs } from './saturation/engine.js';
+import { gpuCapacityByType } from './saturation/inventory.js';
+import { storeCycleDecisions, storeCycleRecord, type CycleRecord } from './state.js';
+import { deploymentFacts } from './target/deployment-facts.js';
+import { mapPodsToVariants } from './target/selector.js';
+import { ensureTickInterval } from './tick.js';
+
+/** The namespace the host is confined to (ripple's RIPPLE_WATCH_NAMESPACE); undefined: all. */
+export function watchNamespace(env: HandlerContext['env']): string | undefined {
+  const ns = env['RIPPLE_WATCH_NAMESPACE'];
+  return ns ? ns : undefined;
+}
+
+async function listVariantAutoscalings(ctx: HandlerContext, namespace: string | undefined): Promise<{ valid: VariantAutoscaling[]; allKeys: string[] }> {
+  const valid: VariantAutoscaling[] = [];
+  const allKeys: string[] = [];
+  let cont: string | undefined;
+  do {
+    const page = listSchema.parse(await kubeRequest(ctx.kc, collectionPath(Resources.variantAutoscaling, namespace), { query: { limit: 500, continue: cont } }));
+    for (const item of page.items) {
+      allKeys.push(`${item.metadata.namespace ?? ''}/${item.metadata.name}`);
+      // An invalid VA takes no part; its own reconcile reports ConfigValid=False.
+      const parsed = parseVariantAutoscaling(item);
+      if (parsed.ok) valid.push(parsed.value);
+    }
+    cont = page.metadata.continue || undefined;
+  } while (cont);
+  return { valid, allKeys };
+}
+
+function prometheusFor(config: StoredConfig, env: HandlerContext['env']): Promise<PrometheusClient | { unavailable: string }> {
+  // PROMETHEUS_URL is Ripple's short name for WVA's PROMETHEUS_BASE_URL environment variable.
+  const merged = { ...env, PROMETHEUS_BASE_URL: env['PROMETHEUS_BASE_URL'] || env['PROMETHEUS_URL'] };
+  const { settings, issues } = effectivePrometheusSettings(config.controller, merged);
+  if (issues.length > 0) return Promise.resolve({ unavailable: issues.map(describeIssue).join('; ') });
+  const baseUrl = settings.baseUrl;
+  if (baseUrl === undefined) {
+    return Promise.resolve({ unavailable: 'Prometheus is not configured: set PROMETHEUS_BASE_URL in the controller ConfigMap or PROMETHEUS_URL in the environment' });
+  }
+  return prometheusClient({ ...settings, baseUrl }).catch((err: unknown) => ({ unavailable: `Prometheus TLS settings unusable: ${err instanceof Error ? err.message : String(err)}` }));
+}
+
+export async function runCycle(ctx: HandlerContext): Promise<void> {
+  const { names, problems } = autoscalerNames(ctx.env);
+  for (const p of problems) ctx.log.warn(p);
+  const { config } = await refreshConfig(ctx, names);
+  const intervalMs = config.controller.globalOptIntervalMs;
+  await ensureTickInterval(ctx, intervalMs);
+
+  const namespace = watchNamespace(ctx.env);
+  const { valid, allKeys } = await listVariantAutoscalings(ctx, namespace);
+  const apps = ctx.kc.makeApiClient(AppsV1Api);
+  const core = ctx.kc.makeApiClient(CoreV1Api);
+
+  // Deployments and pods of the namespaces that have VAs: one list each, not one read per VA.
+  const namespaces = [...new Set(valid.map((v) => v.metadata.namespace ?? ''))].sort();
+  const deployments = new Map<string, V1Deployment>();
+  for (const ns of namespaces) {
+    for (const d of (await apps.listNamespacedDeployment({ namespace: ns })).items) deployments.set(`${ns}/${d.metadata?.name ?? ''}`, d);
+  }
+  const candidates: VariantCandidate[] = valid.map((va) => {
+    const d = deployments.get(`${va.metadata.namespace ?? ''}/${va.spec.scaleTargetRef.name}`);
+    return { va, deployment: d ? deploymentFacts(d) : undefined };
+  });
+  const { groups, inactive } = selectActiveVariants(candidates, names.controllerInstance !== undefined ? { controllerInstance: names.controllerInstance } : {});
+
+  const podVariantByNs = new Map<string, Map<string, string>>();
+  for (const ns of [...new Set(groups.map((g) => g.namespace))]) {
+    const selectors: Array<{ variantName: string; selector: V1LabelSelector | undefined }> = groups
+      .filter((g) => g.namespace === ns)
+      .flatMap((g) => g.variants)
+      .map((v) => ({ variantName: v.variantName, selector: deployments.get(`${ns}/${v.variantName}`)?.spec?.selector }));
+    const pods = (await core.listNamespacedPod({ namespace: ns })).items.map((p) => ({ name: p.metadata?.name ?? '', labels: p.metadata?.labels ?? {} }));
+    podVariantByNs.set(ns, mapPodsToVariants(pods, selectors));
+  }
+
+  const prometheus = await prometheusFor(config, ctx.env);
+  const policyFor = (modelID: string, ns: string) => scaleToZeroPolicyFor(config.scaleToZero, modelID, ns, config.controller.scaleToZero);
+  const inputs: Record<string, GroupInputs> = {};
+  await Promise.all(
+    groups.map(async (g) => {
+      inputs[g.key] = await collectGroupInputs(prometheus, g, podVariantByNs.get(g.namespace) ?? new Map(), policyFor(g.modelID, g.namespace));
+    }),
+  );
+
+  let gpuCapacity: Record<string, number> | undefined;
+  if (config.saturation.default.enableLimiter && groups.length > 0) {
+    const nodes = (await core.listNode()).items;
+    gpuCapacity = gpuCapacityByType(
+      nodes.map((n) => ({ labels: n.metadata?.labels ?? {}, allocatable: n.status?.allocatable ?? {}, unschedulable: n.spec?.unschedulable === true })),
+    );
+  }
+
+  const now = ctx.now();
+  const result = decideCycle(groups, inputs, {
+    now,
+    saturation: config.saturation,
+    scaleToZero: policyFor,
+    ...(gpuCapacity !== undefined ? { gpuCapacityByType: gpuCapacity } : {}),
+  });
+  const forgotten = await storeCycleDecisions(ctx.redis, ctx.prefix, result.decisions, new Set(allKeys));
+
+  const record: CycleRecord = {
+    at: now.toISOString(),
+    intervalMs,
+    prometheus: 'unavailable' in prometheus ? prometheus.unavailable : prometheus.baseUrl,
+    models: result.models.map((m) => {
+      const metrics = inputs[m.key]?.metrics;
+      return {
+        key: m.key,
+        thresholds: m.thresholds,
+        ...(m.overrideKey !== undefined ? { overrideKey: m.overrideKey } : {}),
+        inTransition: m.inTransition,
+        ...(m.step !== undefined ? { step: m.step } : {}),
+        ...(m.note !== undefined ? { note: m.note } : {}),
+        ...(metrics?.status === 'ok' ? { replicas: metrics.replicas.length } : {}),
+      };
+    }),
+    inactive: inactive.map((i) => ({ key: i.key, reason: i.reason, message: i.message })),
+    decisions: result.decisions.map((d) => ({ key: d.key, desiredReplicas: d.desiredReplicas, source: d.source, reason: d.reason })),
+    limiter: result.limiter,
+  };
+  await storeCycleRecord(ctx.redis, ctx.prefix, record);
+  logCycle(ctx, names, record, forgotten);
+
+  // Every VA, valid or not: this is also the function's resync, so a missed event heals within one tick.
+  for (const key of allKeys) await ctx.enqueue(FUNCTION_NAME, key);
+}
+
+function logCycle(ctx: HandlerContext, names: AutoscalerNames, record: CycleRecord, forgotten: string[]): void {
+  for (const i of record.inactive) if (i.reason === 'duplicate-target') ctx.log.warn({ va: i.key }, i.message);
+  ctx.log.info(
+    {
+      models: record.models.map((m) => ({ model: m.key, inTransition: m.inTransition, step: m.step?.kind, to: m.step?.variantName, note: m.note })),
+      decisions: record.decisions.map((d) => `${d.key}=${d.desiredReplicas} (${d.source})`),
+      inactive: record.inactive.length,
+      forgotten,
+      configNamespace: names.namespace,
+    },
+    'optimization cycle',
+  );
+}

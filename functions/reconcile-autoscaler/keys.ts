@@ -1,0 +1,36 @@
+/**
+ * The function's name, its special queue keys and its Redis keys.
+ *
+ * Besides VA keys (`namespace/name`) the queue carries three keys of its own. They start with `@`,
+ * which no Kubernetes name can, and contain no `:` (BullMQ job ids are `key#n` and reject it).
+ * Because they share the keyed queue, each runs on one worker at a time across every process.
+ */
+export const FUNCTION_NAME = 'reconcile-autoscaler';
+
+/** The optimization cycle: the resync tick enqueues this instead of every VA (see `tickKeys`). */
+export const OPTIMIZE_KEY = '@optimize';
+/** A watched ConfigMap changed: refresh the configuration in Redis, reconcile no VA. */
+export const CONFIG_KEY = '@config';
+/** The controller's ServiceMonitor is going away: warn (seed 003); reconcile no VA. */
+export const SERVICE_MONITOR_KEY = '@service-monitor';
+
+export function isSpecialKey(key: string): boolean {
+  return key.startsWith('@');
+}
+
+/** Redis keys, all under the host's prefix so tests and installs never share state. */
+export function stateKeys(prefix: string) {
+  const base = `${prefix}:${FUNCTION_NAME}`;
+  return {
+    /** JSON: the parsed ConfigMaps (last good values) and the resourceVersions they came from. */
+    config: `${base}:config`,
+    /** Hash VA key → the latest cycle's decision (JSON), read by that VA's reconcile on any worker. */
+    decisions: `${base}:decisions`,
+    /** Hash VA key → the values behind its exported gauges (JSON), read by /metrics on any process. */
+    series: `${base}:series`,
+    /** JSON: what the last cycle saw and decided per model, for operators and tests. */
+    lastCycle: `${base}:last-cycle`,
+    /** Set once per ServiceMonitor deletion (by uid), so one deletion is one warning. */
+    serviceMonitorWarned: (uid: string) => `${base}:service-monitor-warned:${uid}`,
+  };
+}

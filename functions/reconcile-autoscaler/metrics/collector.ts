@@ -1,0 +1,31 @@
+/**
+ * The wva_* gauges on the process registry /metrics serves. Their values are read from Redis at
+ * scrape time, not set in memory: a decision written by any worker shows on every process (so an
+ * HPA reading any replica sees the same value), and a series removed from Redis (target or VA gone)
+ * disappears from every process at its next scrape.
+ */
+import { Gauge, type Registry } from 'prom-client';
+import type { MetricsDeps } from '../../../runtime/function.js';
+import { autoscalerNames } from '../config/names.js';
+import { readAllSeries } from '../state.js';
+import { METRIC, METRIC_HELP, metricLabelNames, replicaSeries, type MetricName } from './series.js';
+
+export function registerAutoscalerMetrics(registry: Registry, deps: MetricsDeps): void {
+  const instance = autoscalerNames(deps.env).names.controllerInstance;
+  const labelNames = metricLabelNames(instance);
+  for (const name of Object.values(METRIC) as MetricName[]) {
+    new Gauge({
+      name,
+      help: METRIC_HELP[name],
+      labelNames,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const { record } of await readAllSeries(deps.redis, deps.prefix)) {
+          const key = { variantName: record.variantName, namespace: record.namespace, accelerator: record.accelerator, ...(instance !== undefined ? { controllerInstance: instance } : {}) };
+          for (const s of replicaSeries(key, record.current, record.desired)) if (s.name === name) this.set(s.labels, s.value);
+        }
+      },
+    });
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * A small client for Prometheus's HTTP API (`GET /api/v1/query`), with WVA's connection settings:
+ * bearer token (inline wins over a token file), CA, client certificate, server name, and
+ * skip-verify. It returns the JSON body as it came (error bodies included, they say what was wrong);
+ * `queries/prometheus-response.ts` validates it.
+ */
+import { readFile } from 'node:fs/promises';
+import { Agent } from 'node:https';
+import fetch, { type RequestInit } from 'node-fetch';
+import type { PrometheusSettings } from '../config/controller-config.js';
+
+export interface PrometheusClient {
+  readonly baseUrl: string;
+  /** An instant query; resolves to the response body, rejects when Prometheus cannot be reached. */
+  query(promql: string): Promise<unknown>;
+}
+
+export class PrometheusUnreachableError extends Error {
+  override readonly name = 'PrometheusUnreachableError';
+}
+
+async function readOptional(path: string | undefined): Promise<Buffer | undefined> {
+  return path ? readFile(path) : undefined;
+}
+
+/** `settings.baseUrl` must be set. */
+export async function prometheusClient(settings: PrometheusSettings & { baseUrl: string }, opts: { timeoutMs?: number } = {}): Promise<PrometheusClient> {
+  const base = settings.baseUrl.replace(/\/+$/, '');
+  const https = base.startsWith('https:');
+  const [ca, cert, key] = https
+    ? await Promise.all([readOptional(settings.caCertPath), readOptional(settings.clientCertPath), readOptional(settings.clientKeyPath)])
+    : [undefined, undefined, undefined];
+  const agent = https
+    ? new Agent({
+        rejectUnauthorized: !settings.tlsInsecureSkipVerify,
+        ...(ca ? { ca } : {}),
+        ...(cert ? { cert } : {}),
+        ...(key ? { key } : {}),
+        ...(settings.serverName ? { servername: settings.serverName } : {}),
+      })
+    : undefined;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+
+  return {
+    baseUrl: base,
+    async query(promql) {
+      // Read per query so a rotated token file is picked up without a restart.
+      const token = settings.bearerToken ?? (settings.tokenPath ? (await readFile(settings.tokenPath, 'utf8')).trim() : undefined);
+      const url = new URL(`${base}/api/v1/query`);
+      url.searchParams.set('query', promql);
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), timeoutMs);
+      try {
+        const res = await fetch(url.toString(), {
+          headers: { Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+          ...(agent ? { agent } : {}),
+          signal: abort.signal as RequestInit['signal'],
+        });
+        const text = await res.text();
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          throw new PrometheusUnreachableError(`${base} answered ${res.status} without JSON: ${text.slice(0, 200)}`);
+        }
+      } catch (err) {
+        if (err instanceof PrometheusUnreachableError) throw err;
+        const why = abort.signal.aborted ? `no answer within ${timeoutMs} ms` : err instanceof Error ? err.message : String(err);
+        throw new PrometheusUnreachableError(`cannot reach Prometheus at ${base}: ${why}`);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+}

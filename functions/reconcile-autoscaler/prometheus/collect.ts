@@ -1,0 +1,43 @@
+/**
+ * One model group's inputs for a cycle: WVA's queries run against Prometheus, the answers parsed and
+ * joined with the pods each variant owns. Never throws: a failure becomes the group's error, which
+ * the engine turns into "hold the last decision" and the VA's status into PrometheusError.
+ */
+import type { ScaleToZeroPolicy } from '../config/scale-to-zero-config.js';
+import { parseInstantVector, parseSingleValue, valuesByPod } from '../queries/prometheus-response.js';
+import { modelQueries } from '../queries/promql.js';
+import { joinReplicaMetrics } from '../queries/replica-metrics.js';
+import type { ModelGroup } from '../saturation/active-variants.js';
+import type { RequestCount } from '../saturation/enforcer.js';
+import type { GroupInputs } from '../saturation/engine.js';
+import type { PrometheusClient } from './client.js';
+
+export async function collectGroupInputs(
+  prometheus: PrometheusClient | { unavailable: string },
+  group: ModelGroup,
+  podVariant: ReadonlyMap<string, string>,
+  scaleToZero: ScaleToZeroPolicy,
+): Promise<GroupInputs> {
+  if ('unavailable' in prometheus) return { metrics: { status: 'error', message: prometheus.unavailable } };
+  const q = modelQueries({ namespace: group.namespace, modelID: group.modelID }, scaleToZero);
+  try {
+    const [kvBody, queueBody, countBody] = await Promise.all([
+      prometheus.query(q.kvCacheUsage),
+      prometheus.query(q.queueLength),
+      q.requestCount !== undefined ? prometheus.query(q.requestCount) : Promise.resolve(undefined),
+    ]);
+    const kv = parseInstantVector(kvBody);
+    if (!kv.ok) return { metrics: { status: 'error', message: `KV-cache query: ${kv.error}` } };
+    const queue = parseInstantVector(queueBody);
+    if (!queue.ok) return { metrics: { status: 'error', message: `queue query: ${queue.error}` } };
+    const replicas = joinReplicaMetrics(valuesByPod(kv.samples), valuesByPod(queue.samples), podVariant);
+    let requestCount: RequestCount | undefined;
+    if (q.requestCount !== undefined) {
+      const c = parseSingleValue(countBody);
+      requestCount = c.ok ? { status: 'ok', count: c.value } : { status: 'error', message: c.error };
+    }
+    return { metrics: { status: 'ok', replicas }, ...(requestCount !== undefined ? { requestCount } : {}) };
+  } catch (err) {
+    return { metrics: { status: 'error', message: err instanceof Error ? err.message : String(err) } };
+  }
+}

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { kvCacheUsageQuery, modelQueries, promqlString, queueLengthQuery, requestCountQuery } from './promql.js';
+
+const m = { namespace: 'llm-d-sim', modelID: 'default/default' };
+
+describe('PromQL builders', () => {
+  it('builds WVA’s saturation queries', () => {
+    expect(kvCacheUsageQuery(m)).toBe('max by (pod) (max_over_time(vllm:kv_cache_usage_perc{namespace="llm-d-sim",model_name="default/default"}[1m]))');
+    expect(queueLengthQuery(m)).toBe('max by (pod) (max_over_time(vllm:num_requests_waiting{namespace="llm-d-sim",model_name="default/default"}[1m]))');
+  });
+
+  it('builds the scale-to-zero request count over the retention period', () => {
+    expect(requestCountQuery(m, 600_000)).toBe('sum(increase(vllm:request_success_total{namespace="llm-d-sim",model_name="default/default"}[10m]))');
+    expect(requestCountQuery(m, 5_400_000)).toContain('[1h30m]');
+  });
+
+  it('adds the request count only when scale-to-zero is enabled', () => {
+    expect(modelQueries(m, { enabled: false, retentionMs: 600_000 }).requestCount).toBeUndefined();
+    expect(modelQueries(m, { enabled: true, retentionMs: 900_000 }).requestCount).toContain('[15m]');
+  });
+
+  it('escapes label values so they cannot change the query', () => {
+    expect(promqlString('a"b\\c\nd')).toBe('"a\\"b\\\\c\\nd"');
+    expect(kvCacheUsageQuery({ namespace: 'ns', modelID: 'x"}) or vector(1) #' })).toBe(
+      'max by (pod) (max_over_time(vllm:kv_cache_usage_perc{namespace="ns",model_name="x\\"}) or vector(1) #"}[1m]))',
+    );
+  });
+});

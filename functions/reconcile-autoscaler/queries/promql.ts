@@ -1,0 +1,56 @@
+/**
+ * The PromQL WVA runs against Prometheus, as pure builders. Label values are escaped, so a model
+ * name with a quote or backslash cannot change the query.
+ */
+import { formatPrometheusDuration } from '../config/duration.js';
+
+export const VLLM_KV_CACHE_USAGE = 'vllm:kv_cache_usage_perc';
+export const VLLM_REQUESTS_WAITING = 'vllm:num_requests_waiting';
+export const VLLM_REQUEST_SUCCESS_TOTAL = 'vllm:request_success_total';
+
+/** Peaks over this window catch saturation between scrapes. */
+export const SATURATION_WINDOW = '1m';
+
+export interface ModelSelector {
+  namespace: string;
+  modelID: string;
+}
+
+/** A PromQL double-quoted string literal. */
+export function promqlString(value: string): string {
+  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+}
+
+function selector(metric: string, m: ModelSelector): string {
+  return `${metric}{namespace=${promqlString(m.namespace)},model_name=${promqlString(m.modelID)}}`;
+}
+
+/** Peak KV-cache use (0..1) per pod over the last minute. */
+export function kvCacheUsageQuery(m: ModelSelector): string {
+  return `max by (pod) (max_over_time(${selector(VLLM_KV_CACHE_USAGE, m)}[${SATURATION_WINDOW}]))`;
+}
+
+/** Peak number of waiting requests per pod over the last minute. */
+export function queueLengthQuery(m: ModelSelector): string {
+  return `max by (pod) (max_over_time(${selector(VLLM_REQUESTS_WAITING, m)}[${SATURATION_WINDOW}]))`;
+}
+
+/** Successful requests of the model over the scale-to-zero retention period. */
+export function requestCountQuery(m: ModelSelector, retentionMs: number): string {
+  return `sum(increase(${selector(VLLM_REQUEST_SUCCESS_TOTAL, m)}[${formatPrometheusDuration(retentionMs)}]))`;
+}
+
+export interface ModelQueries {
+  kvCacheUsage: string;
+  queueLength: string;
+  /** Only when scale-to-zero is enabled for the model. */
+  requestCount?: string;
+}
+
+export function modelQueries(m: ModelSelector, scaleToZero: { enabled: boolean; retentionMs: number }): ModelQueries {
+  return {
+    kvCacheUsage: kvCacheUsageQuery(m),
+    queueLength: queueLengthQuery(m),
+    ...(scaleToZero.enabled ? { requestCount: requestCountQuery(m, scaleToZero.retentionMs) } : {}),
+  };
+}

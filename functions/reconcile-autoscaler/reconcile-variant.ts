@@ -1,0 +1,104 @@
+/**
+ * One VariantAutoscaling: read it and its Deployment fresh, take the latest cycle's decision from
+ * Redis, publish its gauges, and write its status (WVA's conditions and fields beside the unified
+ * model) only when something changed, with the resourceVersion read.
+ */
+import { AppsV1Api } from '@kubernetes/client-node';
+import { parseVariantAutoscaling, variantAutoscalingStatusSchema, type VariantAutoscalingStatus } from '../../api/variantautoscaling.js';
+import { kubeObjectSchema } from '../../kube/object.js';
+import { isStatus, kubeRequest } from '../../kube/raw.js';
+import { objectPath, Resources } from '../../kube/resources.js';
+import type { HandlerContext, ReconcileRequest, ReconcileResult } from '../../runtime/function.js';
+import { writeStatus, type StatusOwner } from '../../status/write.js';
+import { autoscalerNames } from './config/names.js';
+import { FUNCTION_NAME } from './keys.js';
+import { belongsToInstance } from './saturation/active-variants.js';
+import type { VariantDecision } from './saturation/decision.js';
+import { forgetVariant, publishSeries, readDecision } from './state.js';
+import { unifiedStatusInputs, upstreamStatus, wholeFieldsPatch } from './status/va-status.js';
+import { deploymentFacts, type DeploymentFacts } from './target/deployment-facts.js';
+import { resolveTarget, targetSpecProblems } from './target/resolve.js';
+
+async function readDeployment(ctx: HandlerContext, namespace: string, name: string): Promise<DeploymentFacts | undefined> {
+  try {
+    return deploymentFacts(await ctx.kc.makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace, name }));
+  } catch (err) {
+    if (isStatus(err, 404)) return undefined;
+    throw err;
+  }
+}
+
+export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContext): Promise<ReconcileResult | void> {
+  const namespace = req.namespace ?? '';
+  let raw: unknown;
+  try {
+    raw = await kubeRequest(ctx.kc, objectPath(Resources.variantAutoscaling, namespace, req.name));
+  } catch (err) {
+    if (isStatus(err, 404)) {
+      // Deleted (VA Delete events are blocked; the tick brings us here): nothing of it may stay exported.
+      await forgetVariant(ctx.redis, ctx.prefix, req.key);
+      return;
+    }
+    throw err;
+  }
+  const object = kubeObjectSchema.parse(raw);
+  if (object.metadata.deletionTimestamp) return;
+  const names = autoscalerNames(ctx.env).names;
+  if (!belongsToInstance(object, names.controllerInstance)) return;
+
+  const owner: StatusOwner = { metadata: { ...object.metadata, namespace }, status: object['status'] };
+  const write = (args: Omit<Parameters<typeof writeStatus>[1], 'resource' | 'object' | 'source'>) =>
+    writeStatus(ctx, { resource: Resources.variantAutoscaling, object: owner, source: FUNCTION_NAME, ...args });
+
+  // The spec alone decides validity: a status some other writer garbled must not fail the VA.
+  const parsed = parseVariantAutoscaling({ ...object, status: undefined });
+  if (!parsed.ok) {
+    await write({ input: { errors: parsed.errors.map((message) => ({ class: 'Spec' as const, message })) } });
+    ctx.log.warn({ problems: parsed.errors }, 'invalid VariantAutoscaling; not retried until its spec changes');
+    return;
+  }
+  const va = parsed.value;
+  const previousStatus: VariantAutoscalingStatus | undefined = variantAutoscalingStatusSchema.safeParse(object['status']).data;
+  const ref = va.spec.scaleTargetRef;
+  const specErrors = targetSpecProblems(ref);
+  const deployment = specErrors.length === 0 ? await readDeployment(ctx, namespace, ref.name) : undefined;
+  const target = resolveTarget(va, deployment);
+
+  let decision: VariantDecision | undefined;
+  let actuationApplied: boolean | undefined;
+  if (!target.found) {
+    // Seed 003 example 3: metrics cleared at once, and no stale decision re-applied if the Deployment returns.
+    await forgetVariant(ctx.redis, ctx.prefix, req.key);
+  } else if (deployment) {
+    decision = await readDecision(ctx.redis, ctx.prefix, req.key);
+    // A decision for another target (scaleTargetRef edited since the cycle) does not apply.
+    if (decision && decision.variantName !== ref.name) decision = undefined;
+    if (decision) {
+      await publishSeries(ctx.redis, ctx.prefix, req.key, {
+        variantName: ref.name,
+        namespace,
+        accelerator: decision.accelerator,
+        current: deployment.currentReplicas,
+        desired: decision.desiredReplicas,
+      });
+      actuationApplied = true;
+      // What the Deployment has now, not what it had when the cycle ran.
+      decision = { ...decision, currentReplicas: deployment.currentReplicas };
+    }
+  }
+
+  const upstream = upstreamStatus({
+    previous: previousStatus,
+    target,
+    ...(decision !== undefined ? { decision } : {}),
+    ...(actuationApplied !== undefined ? { actuationApplied } : {}),
+  });
+  const { children, errors } = unifiedStatusInputs({ specErrors, target, ...(decision !== undefined ? { decision } : {}) });
+  const result = await write({ input: { children, errors, upstreamConditions: upstream.conditions }, fields: wholeFieldsPatch(previousStatus, upstream.fields) });
+  if (result.written) ctx.log.debug({ phase: result.status.phase, target: target.found, desired: decision?.desiredReplicas }, 'status written');
+  if (result.terminal) {
+    ctx.log.warn({ problems: specErrors }, 'VariantAutoscaling cannot work as written; not retried until its spec changes');
+    return;
+  }
+  if (result.requeueAfterMs !== undefined) return { requeueAfterMs: result.requeueAfterMs };
+}

@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { selectActiveVariants, UNRESOLVED_ACCELERATOR } from './active-variants.js';
+import { candidate, deployment, va } from './test-helpers.js';
+
+describe('selectActiveVariants', () => {
+  it('groups variants of one model in one namespace, named by their Deployment', () => {
+    const { groups, inactive } = selectActiveVariants([
+      candidate(va('cheap-va', { cost: '30', accelerator: 'L40S', target: 'cheap' }), deployment('cheap', 2)),
+      candidate(va('dear-va', { cost: '50', accelerator: 'H100', target: 'dear' }), deployment('dear', 1)),
+      candidate(va('other', { modelID: 'ibm/granite-13b', accelerator: 'A100' }), deployment('other', 1)),
+      candidate(va('elsewhere', { namespace: 'b', accelerator: 'A100' }), deployment('elsewhere', 1, { namespace: 'b' })),
+    ]);
+    expect(inactive).toEqual([]);
+    expect(groups.map((g) => [g.key, g.variants.map((v) => v.variantName)])).toEqual([
+      ['ibm/granite-13b|llm', ['other']],
+      ['meta/llama-3.1-8b|b', ['elsewhere']],
+      ['meta/llama-3.1-8b|llm', ['cheap', 'dear']],
+    ]);
+    expect(groups[2]?.variants[0]).toEqual({
+      key: 'llm/cheap-va',
+      vaName: 'cheap-va',
+      namespace: 'llm',
+      modelID: 'meta/llama-3.1-8b',
+      variantName: 'cheap',
+      cost: 30,
+      accelerator: 'L40S',
+      acceleratorSource: 'label',
+      currentReplicas: 2,
+      readyReplicas: 2,
+      pendingReplicas: 0,
+      gpusPerReplica: 1,
+    });
+  });
+
+  it('leaves out VAs that cannot take part, saying why', () => {
+    const deletingVa = va('gone');
+    deletingVa.metadata.deletionTimestamp = '2026-01-29T10:00:00Z';
+    const sts = va('sts');
+    sts.spec.scaleTargetRef = { kind: 'StatefulSet', name: 'sts' };
+    const { groups, inactive } = selectActiveVariants(
+      [
+        candidate(deletingVa, deployment('gone', 1)),
+        candidate(va('mine', { labels: { 'wva.llmd.ai/controller-instance': 'a' } }), deployment('mine', 1)),
+        candidate(va('theirs', { labels: { 'wva.llmd.ai/controller-instance': 'b' } }), deployment('theirs', 1)),
+        candidate(sts, undefined),
+        candidate(va('missing'), undefined),
+        candidate(va('dying'), deployment('dying', 1, { deleting: true })),
+        candidate(va('zero'), deployment('zero', 0, { specReplicas: 0 })),
+        candidate(va('a-first', { target: 'shared' }), deployment('shared', 1)),
+        candidate(va('b-second', { target: 'shared' }), deployment('shared', 1)),
+      ],
+      { controllerInstance: 'a' },
+    );
+    expect(groups.flatMap((g) => g.variants.map((v) => v.key))).toEqual(['llm/mine']);
+    expect(inactive.map((i) => [i.key, i.reason])).toEqual([
+      ['llm/a-first', 'other-controller-instance'],
+      ['llm/b-second', 'other-controller-instance'],
+      ['llm/dying', 'other-controller-instance'],
+      ['llm/gone', 'deleting'],
+      ['llm/missing', 'other-controller-instance'],
+      ['llm/sts', 'other-controller-instance'],
+      ['llm/theirs', 'other-controller-instance'],
+      ['llm/zero', 'other-controller-instance'],
+    ]);
+    const all = selectActiveVariants([
+      candidate(sts, undefined),
+      candidate(va('missing'), undefined),
+      candidate(va('dying'), deployment('dying', 1, { deleting: true })),
+      candidate(va('zero'), deployment('zero', 0, { specReplicas: 0 })),
+      candidate(va('a-first', { target: 'shared' }), deployment('shared', 1)),
+      candidate(va('b-second', { target: 'shared' }), deployment('shared', 1)),
+    ]);
+    expect(all.inactive).toEqual([
+      { key: 'llm/b-second', reason: 'duplicate-target', message: 'Deployment shared is already scaled by VariantAutoscaling a-first' },
+      { key: 'llm/dying', reason: 'target-deleting', message: 'Deployment dying is being deleted' },
+      { key: 'llm/missing', reason: 'target-not-found', message: 'Deployment missing not found' },
+      { key: 'llm/sts', reason: 'unsupported-target', message: 'scaleTargetRef StatefulSet is not an apps/v1 Deployment' },
+      { key: 'llm/zero', reason: 'target-scaled-to-zero', message: 'Deployment zero has 0 replicas' },
+    ]);
+  });
+
+  it('finds the accelerator from the label, the GPU product node selector, the last status, else "unresolved"', () => {
+    const pick = (v: ReturnType<typeof va>, product?: string) =>
+      selectActiveVariants([candidate(v, { ...deployment(v.spec.scaleTargetRef.name, 1), ...(product ? { gpuProduct: product } : {}) })]).groups[0]?.variants[0];
+    expect(pick(va('x', { accelerator: 'H100' }), 'NVIDIA-A100-SXM4-80GB')).toMatchObject({ accelerator: 'H100', acceleratorSource: 'label' });
+    expect(pick(va('x'), 'NVIDIA-A100-SXM4-80GB')).toMatchObject({ accelerator: 'A100', acceleratorSource: 'node-selector' });
+    const withStatus = va('x', { desired: 2, accelerator: 'L4' });
+    delete withStatus.metadata.labels?.['inference.optimization/acceleratorName'];
+    expect(pick(withStatus)).toMatchObject({ accelerator: 'L4', acceleratorSource: 'status', desiredReplicas: 2 });
+    expect(pick(va('x'))).toMatchObject({ accelerator: UNRESOLVED_ACCELERATOR, acceleratorSource: 'unresolved' });
+  });
+
+  it('reads the cost from variantCost, 10 by default', () => {
+    const { groups } = selectActiveVariants([candidate(va('a', { cost: '42.5' }), deployment('a', 1)), candidate(va('b'), deployment('b', 1))]);
+    expect(groups[0]?.variants.map((v) => v.cost)).toEqual([42.5, 10]);
+  });
+});

@@ -1,0 +1,132 @@
+/**
+ * Which VAs take part in a cycle, and the model groups they form. A VA takes part when it is not
+ * being deleted, belongs to this controller instance, and its Deployment exists, is not being
+ * deleted and has replicas; variants of one modelID in one namespace are scaled together.
+ */
+import {
+  ACCELERATOR_NAME_LABEL,
+  CONTROLLER_INSTANCE_LABEL,
+  variantCostOf,
+  type VariantAutoscaling,
+} from '../../../api/variantautoscaling.js';
+import type { DeploymentFacts } from '../target/deployment-facts.js';
+import { isSupportedTarget } from '../target/resolve.js';
+import { normalizeAcceleratorName } from './limiter.js';
+
+/** Written when no accelerator is known, so status and metrics are never silently skipped. */
+export const UNRESOLVED_ACCELERATOR = 'unresolved';
+
+export interface VariantCandidate {
+  va: VariantAutoscaling;
+  /** The Deployment named by scaleTargetRef, undefined when it does not exist. */
+  deployment: DeploymentFacts | undefined;
+}
+
+export interface ActiveVariant {
+  key: string;
+  vaName: string;
+  namespace: string;
+  modelID: string;
+  variantName: string;
+  cost: number;
+  accelerator: string;
+  acceleratorSource: 'label' | 'node-selector' | 'status' | 'unresolved';
+  currentReplicas: number;
+  readyReplicas: number;
+  pendingReplicas: number;
+  /** The previous decision; absent when there was none. */
+  desiredReplicas?: number;
+  gpusPerReplica: number;
+}
+
+export type InactiveReason =
+  | 'deleting'
+  | 'other-controller-instance'
+  | 'unsupported-target'
+  | 'target-not-found'
+  | 'target-deleting'
+  | 'target-scaled-to-zero'
+  | 'duplicate-target';
+
+export interface InactiveVariant {
+  key: string;
+  reason: InactiveReason;
+  message: string;
+}
+
+export interface ModelGroup {
+  /** `modelID|namespace` */
+  key: string;
+  modelID: string;
+  namespace: string;
+  /** Sorted by variant name. */
+  variants: ActiveVariant[];
+}
+
+export function modelGroupKey(modelID: string, namespace: string): string {
+  return `${modelID}|${namespace}`;
+}
+
+/** With an instance configured, only VAs labelled with it; without one, every VA. */
+export function belongsToInstance(va: Pick<VariantAutoscaling, 'metadata'>, controllerInstance: string | undefined): boolean {
+  return controllerInstance === undefined || va.metadata.labels?.[CONTROLLER_INSTANCE_LABEL] === controllerInstance;
+}
+
+function accelerator(va: VariantAutoscaling, d: DeploymentFacts): Pick<ActiveVariant, 'accelerator' | 'acceleratorSource'> {
+  const label = va.metadata.labels?.[ACCELERATOR_NAME_LABEL];
+  if (label !== undefined && label.length >= 2) return { accelerator: label, acceleratorSource: 'label' };
+  const product = d.gpuProduct !== undefined ? normalizeAcceleratorName(d.gpuProduct) : undefined;
+  if (product !== undefined && product.length >= 2) return { accelerator: product, acceleratorSource: 'node-selector' };
+  const previous = va.status?.desiredOptimizedAlloc?.accelerator;
+  if (previous !== undefined && previous !== UNRESOLVED_ACCELERATOR) return { accelerator: previous, acceleratorSource: 'status' };
+  return { accelerator: UNRESOLVED_ACCELERATOR, acceleratorSource: 'unresolved' };
+}
+
+const nameOf = (c: VariantCandidate) => `${c.va.metadata.namespace ?? ''}/${c.va.metadata.name ?? ''}`;
+
+export function selectActiveVariants(candidates: readonly VariantCandidate[], options: { controllerInstance?: string } = {}): { groups: ModelGroup[]; inactive: InactiveVariant[] } {
+  const inactive: InactiveVariant[] = [];
+  const active: ActiveVariant[] = [];
+  const claimed = new Map<string, string>();
+  for (const c of [...candidates].sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0))) {
+    const key = nameOf(c);
+    const { va, deployment: d } = c;
+    const ref = va.spec.scaleTargetRef;
+    const skip = (reason: InactiveReason, message: string) => inactive.push({ key, reason, message });
+    if (va.metadata.deletionTimestamp) { skip('deleting', 'VariantAutoscaling is being deleted'); continue; }
+    if (!belongsToInstance(va, options.controllerInstance)) { skip('other-controller-instance', `not labelled ${CONTROLLER_INSTANCE_LABEL}=${options.controllerInstance ?? ''}`); continue; }
+    if (!isSupportedTarget(ref)) { skip('unsupported-target', `scaleTargetRef ${ref.kind} is not an apps/v1 Deployment`); continue; }
+    if (d === undefined) { skip('target-not-found', `Deployment ${ref.name} not found`); continue; }
+    if (d.deleting) { skip('target-deleting', `Deployment ${ref.name} is being deleted`); continue; }
+    if (d.specReplicas <= 0) { skip('target-scaled-to-zero', `Deployment ${ref.name} has 0 replicas`); continue; }
+    const targetKey = `${va.metadata.namespace ?? ''}/${ref.name}`;
+    const owner = claimed.get(targetKey);
+    if (owner !== undefined) { skip('duplicate-target', `Deployment ${ref.name} is already scaled by VariantAutoscaling ${owner}`); continue; }
+    claimed.set(targetKey, va.metadata.name ?? '');
+    const desired = va.status?.desiredOptimizedAlloc?.numReplicas;
+    active.push({
+      key,
+      vaName: va.metadata.name ?? '',
+      namespace: va.metadata.namespace ?? '',
+      modelID: va.spec.modelID,
+      variantName: ref.name,
+      cost: variantCostOf(va),
+      ...accelerator(va, d),
+      currentReplicas: d.currentReplicas,
+      readyReplicas: d.readyReplicas,
+      pendingReplicas: d.pendingReplicas,
+      ...(desired !== undefined ? { desiredReplicas: desired } : {}),
+      gpusPerReplica: d.gpusPerReplica,
+    });
+  }
+  const groups = new Map<string, ModelGroup>();
+  for (const v of active) {
+    const k = modelGroupKey(v.modelID, v.namespace);
+    const g = groups.get(k) ?? { key: k, modelID: v.modelID, namespace: v.namespace, variants: [] };
+    g.variants.push(v);
+    groups.set(k, g);
+  }
+  const sorted = [...groups.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  for (const g of sorted) g.variants.sort((a, b) => (a.variantName < b.variantName ? -1 : a.variantName > b.variantName ? 1 : 0));
+  return { groups: sorted, inactive };
+}

@@ -1,0 +1,38 @@
+/**
+ * The policy applied after saturation targets: scale a model to zero after a retention period
+ * without requests (when enabled), and otherwise never let a model drop to zero replicas.
+ */
+import { DEFAULT_VARIANT_COST } from '../../../api/variantautoscaling.js';
+import { byCostThenName } from './types.js';
+
+/** The model's successful requests over the retention window, or why it is unknown. */
+export type RequestCount = { status: 'ok'; count: number } | { status: 'error'; message: string };
+
+export interface EnforcerResult {
+  targets: Record<string, number>;
+  applied: 'scale-to-zero' | 'minimum-replica' | undefined;
+  reason?: string;
+}
+
+export function enforcePolicy(
+  targets: Readonly<Record<string, number>>,
+  costs: Readonly<Record<string, number>>,
+  policy: { enabled: boolean },
+  requestCount: RequestCount | undefined,
+): EnforcerResult {
+  const out = { ...targets };
+  if (policy.enabled) {
+    if (requestCount === undefined) return { targets: out, applied: undefined, reason: 'request count not collected; targets kept' };
+    if (requestCount.status === 'error') return { targets: out, applied: undefined, reason: `request count unknown (${requestCount.message}); targets kept` };
+    if (requestCount.count > 0) return { targets: out, applied: undefined };
+    for (const k of Object.keys(out)) out[k] = 0;
+    return { targets: out, applied: 'scale-to-zero', reason: 'no requests during the retention period: scaling to zero' };
+  }
+  const total = Object.values(out).reduce((a, b) => a + b, 0);
+  if (total > 0 || Object.keys(out).length === 0) return { targets: out, applied: undefined };
+  const cheapest = Object.keys(out)
+    .map((variantName) => ({ variantName, cost: costs[variantName] ?? DEFAULT_VARIANT_COST }))
+    .sort(byCostThenName)[0]!;
+  out[cheapest.variantName] = 1;
+  return { targets: out, applied: 'minimum-replica', reason: `scale-to-zero is off: keeping one replica on the cheapest variant ${cheapest.variantName}` };
+}

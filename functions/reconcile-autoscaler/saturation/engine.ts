@@ -1,0 +1,223 @@
+/**
+ * One optimization cycle over all model groups, as plain data in and out: the handler collects
+ * metrics for each group, calls `decideCycle`, hands each VA its decision and exports the gauges.
+ *
+ * Per model: analyse saturation → ±1 replica targets (or hold while in transition) → scale-to-zero
+ * or minimum-replica policy; then, across models, the optional GPU limiter caps scale-ups.
+ */
+import { ConditionType, MetricsAvailableReason, OptimizationReadyReason } from '../../../api/variantautoscaling.js';
+import type { SaturationConfigSet, SaturationThresholds } from '../config/saturation-config.js';
+import { saturationThresholdsFor } from '../config/saturation-config.js';
+import type { ScaleToZeroPolicy } from '../config/scale-to-zero-config.js';
+import { formatConditionTime } from '../../../status/conditions.js';
+import type { ActiveVariant, ModelGroup } from './active-variants.js';
+import { analyzeModelSaturation } from './analyzer.js';
+import type { VariantDecision } from './decision.js';
+
+/** A condition as a decision carries it (message always set). */
+type DecisionCondition = VariantDecision['metricsAvailable'];
+import { enforcePolicy, type RequestCount } from './enforcer.js';
+import { limitByGpus } from './limiter.js';
+import { calculateSaturationTargets, type TargetStep } from './targets.js';
+import { actionFor, type ModelAnalysis, type ReplicaMetrics } from './types.js';
+
+export type GroupMetrics = { status: 'ok'; replicas: readonly ReplicaMetrics[] } | { status: 'error'; message: string };
+
+export interface GroupInputs {
+  metrics: GroupMetrics;
+  /** Needed only when scale-to-zero is enabled for the model. */
+  requestCount?: RequestCount;
+}
+
+export interface CycleOptions {
+  now: Date;
+  saturation: SaturationConfigSet;
+  scaleToZero: (modelID: string, namespace: string) => ScaleToZeroPolicy;
+  /** GPUs per accelerator type; required for the limiter (`enableLimiter` in the default entry). */
+  gpuCapacityByType?: Readonly<Record<string, number>>;
+  /** GPUs already in use per type; defaults to what the cycle's variants hold now. */
+  gpuUsedByType?: Readonly<Record<string, number>>;
+}
+
+export interface ModelSummary {
+  key: string;
+  thresholds: SaturationThresholds;
+  overrideKey?: string;
+  analysis?: ModelAnalysis;
+  inTransition: boolean;
+  step?: TargetStep;
+  enforcement?: 'scale-to-zero' | 'minimum-replica';
+  note?: string;
+}
+
+export interface CycleResult {
+  decisions: VariantDecision[];
+  models: ModelSummary[];
+  limiter: 'disabled' | 'applied' | 'no-inventory';
+}
+
+const clip = (s: string, n = 1024) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+function metricsCondition(status: 'True' | 'False', reason: string, message: string): DecisionCondition {
+  return { type: ConditionType.MetricsAvailable, status, reason, message: clip(message) };
+}
+function optimizationCondition(status: 'True' | 'False', reason: string, message: string): DecisionCondition {
+  return { type: ConditionType.OptimizationReady, status, reason, message: clip(message) };
+}
+
+/** Hold the last decision (or the current size) when there is nothing to decide on. */
+const heldTarget = (v: ActiveVariant) => (v.desiredReplicas !== undefined && v.desiredReplicas > 0 ? v.desiredReplicas : v.currentReplicas);
+
+function base(v: ActiveVariant, decidedAt: string) {
+  return {
+    key: v.key,
+    vaName: v.vaName,
+    namespace: v.namespace,
+    modelID: v.modelID,
+    variantName: v.variantName,
+    accelerator: v.accelerator,
+    cost: v.cost,
+    currentReplicas: v.currentReplicas,
+    ...(v.desiredReplicas !== undefined ? { previousDesiredReplicas: v.desiredReplicas } : {}),
+    decidedAt,
+    limited: false,
+  };
+}
+
+function fallbackDecisions(group: ModelGroup, decidedAt: string, metrics: DecisionCondition, source: 'no-metrics' | 'prometheus-error', why: string): VariantDecision[] {
+  return group.variants.map((v) => {
+    const desired = heldTarget(v);
+    const reason = `${why}: holding ${desired} replica(s)`;
+    return {
+      ...base(v, decidedAt),
+      desiredReplicas: desired,
+      action: actionFor(v.currentReplicas, desired),
+      source,
+      reason,
+      metricsAvailable: metrics,
+      optimizationReady: optimizationCondition('False', OptimizationReadyReason.MetricsUnavailable, reason),
+    };
+  });
+}
+
+function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options: CycleOptions, decidedAt: string): { decisions: VariantDecision[]; summary: ModelSummary; spare: Map<string, number> } {
+  const { thresholds, overrideKey } = saturationThresholdsFor(options.saturation, group.modelID, group.namespace);
+  const summaryBase = { key: group.key, thresholds, ...(overrideKey !== undefined ? { overrideKey } : {}) };
+  const metrics = inputs?.metrics ?? { status: 'error', message: 'metrics were not collected' };
+
+  if (metrics.status === 'error') {
+    const cond = metricsCondition('False', MetricsAvailableReason.PrometheusError, `Prometheus query failed: ${metrics.message}`);
+    return {
+      decisions: fallbackDecisions(group, decidedAt, cond, 'prometheus-error', 'metrics query failed'),
+      summary: { ...summaryBase, inTransition: false, note: metrics.message },
+      spare: new Map(),
+    };
+  }
+  if (metrics.replicas.length === 0) {
+    const cond = metricsCondition('False', MetricsAvailableReason.MetricsMissing, 'No saturation metrics for this model yet: pods may not be ready or not scraped');
+    return {
+      decisions: fallbackDecisions(group, decidedAt, cond, 'no-metrics', 'no saturation metrics'),
+      summary: { ...summaryBase, inTransition: false, note: 'no metrics' },
+      spare: new Map(),
+    };
+  }
+
+  const analysis = analyzeModelSaturation(metrics.replicas, thresholds, group.variants);
+  const computed = calculateSaturationTargets(analysis, group.variants);
+  const costs = Object.fromEntries(group.variants.map((v) => [v.variantName, v.cost]));
+  const policy = options.scaleToZero(group.modelID, group.namespace);
+  const enforced = enforcePolicy(computed.targets, costs, policy, inputs?.requestCount);
+  const byName = new Map(analysis.variants.map((a) => [a.variantName, a]));
+
+  const decisions = group.variants.map((v): VariantDecision => {
+    const saturationTarget = computed.targets[v.variantName] ?? v.currentReplicas;
+    const desired = enforced.targets[v.variantName] ?? saturationTarget;
+    const a = byName.get(v.variantName);
+    const reporting = a?.replicaCount ?? 0;
+    let source: VariantDecision['source'] = computed.inTransition ? 'transition' : 'saturation';
+    let reason: string;
+    if (desired !== saturationTarget && enforced.applied !== undefined) {
+      source = enforced.applied;
+      reason = enforced.reason ?? enforced.applied;
+    } else if (computed.step.kind !== 'none' && computed.step.variantName === v.variantName) {
+      reason = computed.step.reason;
+    } else if (computed.step.kind !== 'none') {
+      reason = `no change here: the model's ${computed.step.kind} goes to variant ${computed.step.variantName}`;
+    } else {
+      reason = `no change: ${computed.step.reason}`;
+    }
+    return {
+      ...base(v, decidedAt),
+      desiredReplicas: desired,
+      action: actionFor(v.currentReplicas, desired),
+      source,
+      reason,
+      metricsAvailable:
+        reporting > 0
+          ? metricsCondition('True', MetricsAvailableReason.MetricsFound, `Saturation metrics from ${reporting} pod(s)`)
+          : metricsCondition('False', MetricsAvailableReason.MetricsMissing, `No saturation metrics from the pods of Deployment ${v.variantName} yet: they may not be ready or not scraped`),
+      optimizationReady: optimizationCondition('True', OptimizationReadyReason.OptimizationSucceeded, `${reason} (desired ${desired} replica(s))`),
+    };
+  });
+
+  return {
+    decisions,
+    summary: {
+      ...summaryBase,
+      analysis,
+      inTransition: computed.inTransition,
+      step: computed.step,
+      ...(enforced.applied !== undefined ? { enforcement: enforced.applied } : {}),
+      ...(enforced.reason !== undefined ? { note: enforced.reason } : {}),
+    },
+    spare: new Map(analysis.variants.map((a) => [a.variantName, a.avgSpareKv])),
+  };
+}
+
+export function decideCycle(groups: readonly ModelGroup[], inputs: Readonly<Record<string, GroupInputs>>, options: CycleOptions): CycleResult {
+  const decidedAt = formatConditionTime(options.now);
+  const decisions: VariantDecision[] = [];
+  const models: ModelSummary[] = [];
+  const spareByKey = new Map<string, number>();
+  const gpusByKey = new Map<string, number>();
+  for (const g of groups) {
+    const r = decideGroup(g, inputs[g.key], options, decidedAt);
+    decisions.push(...r.decisions);
+    models.push(r.summary);
+    for (const v of g.variants) {
+      spareByKey.set(v.key, r.spare.get(v.variantName) ?? 0);
+      gpusByKey.set(v.key, v.gpusPerReplica);
+    }
+  }
+
+  if (!options.saturation.default.enableLimiter) return { decisions, models, limiter: 'disabled' };
+  if (options.gpuCapacityByType === undefined) return { decisions, models, limiter: 'no-inventory' };
+
+  const limited = limitByGpus(
+    decisions.map((d) => ({
+      id: d.key,
+      accelerator: d.accelerator,
+      currentReplicas: d.currentReplicas,
+      targetReplicas: d.desiredReplicas,
+      gpusPerReplica: gpusByKey.get(d.key) ?? 1,
+      spareCapacity: spareByKey.get(d.key) ?? 0,
+      cost: d.cost,
+    })),
+    options.gpuCapacityByType,
+    options.gpuUsedByType,
+  );
+  const out = decisions.map((d) => {
+    const l = limited[d.key];
+    if (!l || !l.wasLimited) return d;
+    const reason = `${d.reason}; limited to ${l.targetReplicas} replica(s) by free ${d.accelerator} GPUs`;
+    return {
+      ...d,
+      desiredReplicas: l.targetReplicas,
+      action: actionFor(d.currentReplicas, l.targetReplicas),
+      limited: true,
+      reason,
+      optimizationReady: optimizationCondition('True', OptimizationReadyReason.OptimizationSucceeded, `${reason} (desired ${l.targetReplicas} replica(s))`),
+    };
+  });
+  return { decisions: out, models, limiter: 'applied' };
+}

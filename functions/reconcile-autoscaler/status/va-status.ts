@@ -1,0 +1,145 @@
+/**
+ * The status a per-VA reconcile writes, in two parts:
+ * - WVA's own: TargetResolved always; with a decision, the whole desiredOptimizedAlloc plus
+ *   MetricsAvailable and OptimizationReady (persisted, unlike WVA v0.5.0); with the target gone, the
+ *   cleared conditions and zero current replicas;
+ * - the unified model (status/, seed 002): what the state engine needs to compute phase, Ready,
+ *   ConfigValid, DependenciesReachable and the children `ScaleTargetReady` and `ScalingReady`.
+ */
+import type { VariantAutoscalingStatus } from '../../../api/variantautoscaling.js';
+import { setCondition, type ConditionInput } from '../../../status/conditions.js';
+import type { ChildHealth, ClassifiedError } from '../../../status/engine.js';
+import type { VariantDecision } from '../saturation/decision.js';
+import type { TargetResolution } from '../target/resolve.js';
+
+/** What a decision must carry for status; `source` tells a Prometheus failure from missing metrics. */
+export type StatusDecision = Pick<VariantDecision, 'desiredReplicas' | 'accelerator' | 'currentReplicas' | 'decidedAt' | 'metricsAvailable' | 'optimizationReady'> &
+  Partial<Pick<VariantDecision, 'source'>>;
+
+export interface StatusInputs {
+  previous: VariantAutoscalingStatus | undefined;
+  /** `metadata.generation` of the VA read for this reconcile. */
+  generation?: number;
+  now: Date;
+  target: TargetResolution;
+  /** The latest cycle's decision for this VA, when one exists. */
+  decision?: StatusDecision;
+  /** Whether the decision was published as metrics for HPA/KEDA. */
+  actuationApplied?: boolean;
+}
+
+/** WVA's part of the status: the fields to write whole, and its three conditions. */
+export interface UpstreamStatus {
+  fields: Pick<VariantAutoscalingStatus, 'desiredOptimizedAlloc' | 'currentAllocation' | 'actuation'>;
+  conditions: ConditionInput[];
+}
+
+export function upstreamStatus(i: Pick<StatusInputs, 'previous' | 'target' | 'decision' | 'actuationApplied'>): UpstreamStatus {
+  const conditions: ConditionInput[] = [i.target.condition];
+  const fields: UpstreamStatus['fields'] = {};
+  if (!i.target.found && i.target.cleared) {
+    conditions.push(i.target.cleared.metricsAvailable, i.target.cleared.optimizationReady);
+    fields.currentAllocation = { numReplicas: 0 };
+    // The series were removed with the target: nothing is published for HPA/KEDA any more.
+    if (i.previous?.actuation !== undefined) fields.actuation = { applied: false };
+  } else if (i.target.found && i.decision) {
+    const d = i.decision;
+    // Whole, every time: a merge that dropped numReplicas 0 is WVA bug #731.
+    fields.desiredOptimizedAlloc = { accelerator: d.accelerator, numReplicas: d.desiredReplicas, lastRunTime: d.decidedAt };
+    fields.currentAllocation = { numReplicas: d.currentReplicas, accelerator: d.accelerator };
+    fields.actuation = { applied: i.actuationApplied ?? i.previous?.actuation?.applied ?? false };
+    conditions.push(d.metricsAvailable, d.optimizationReady);
+  }
+  return { fields, conditions };
+}
+
+/** WVA's part applied to the previous status (conditions the Kubernetes way), without the unified model. */
+export function nextVariantAutoscalingStatus(i: StatusInputs): VariantAutoscalingStatus {
+  const prev = i.previous ?? {};
+  const { fields, conditions } = upstreamStatus(i);
+  let list = prev.conditions ?? [];
+  for (const c of conditions) list = setCondition(list, { ...c, ...(i.generation !== undefined ? { observedGeneration: i.generation } : {}) }, i.now);
+  return { ...prev, ...fields, conditions: list };
+}
+
+/** Deep equality of two statuses, so an unchanged status is not written again. */
+export function statusEquals(a: VariantAutoscalingStatus | undefined, b: VariantAutoscalingStatus | undefined): boolean {
+  return canonical(a ?? {}) === canonical(b ?? {});
+}
+
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, value: unknown) =>
+    value && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([x], [y]) => (x < y ? -1 : 1)))
+      : value,
+  );
+}
+
+/** The Deployment named by scaleTargetRef: `ScaleTargetReady`. */
+export const SCALE_TARGET_CHILD = 'ScaleTarget';
+/** Decisions from metrics reaching this VA: `ScalingReady`. (`Optimization` would collide with WVA's OptimizationReady.) */
+export const SCALING_CHILD = 'Scaling';
+
+export interface UnifiedInputs {
+  /** Spec problems the API server accepts but that can never work, each starting with the field path. */
+  specErrors: readonly string[];
+  target: TargetResolution;
+  decision?: StatusDecision;
+}
+
+/**
+ * The state engine's inputs for a VA. Ready=True means the variant is operational: its Deployment
+ * exists and a cycle decided its replicas from metrics.
+ * - A missing Deployment is not a spec error (seed 003 example 2: a VA may come first): the VA is
+ *   Pending with `Ready=False/DeploymentNotFound`, ConfigValid stays True, no retry loop (the
+ *   Deployment watch brings it back).
+ * - A spec the API server accepts but that cannot work (`scaleTargetRef` not a Deployment) is a Spec
+ *   error: ConfigValid=False naming the field, phase Failed, terminal.
+ * - A failed Prometheus query is a connectivity error: DependenciesReachable=False at once, Degraded
+ *   only after the shared grace period.
+ */
+export function unifiedStatusInputs(i: UnifiedInputs): { children: ChildHealth[]; errors: ClassifiedError[] } {
+  const errors: ClassifiedError[] = i.specErrors.map((message) => ({ class: 'Spec', message, child: SCALE_TARGET_CHILD }));
+  const children: ChildHealth[] = [];
+  if (errors.length === 0) {
+    children.push(
+      i.target.found
+        ? { name: SCALE_TARGET_CHILD, state: 'Ready', message: i.target.condition.message ?? '' }
+        : { name: SCALE_TARGET_CHILD, state: 'Pending', reason: 'DeploymentNotFound', message: i.target.condition.message ?? '' },
+    );
+  }
+  const d = i.decision;
+  if (!i.target.found) {
+    children.push({ name: SCALING_CHILD, state: 'Pending', reason: 'MetricsUnavailable', message: 'No scaling decisions without the scale target' });
+  } else if (d === undefined) {
+    children.push({ name: SCALING_CHILD, state: 'Starting', reason: 'AwaitingOptimization', message: 'Waiting for the first optimization cycle' });
+  } else if (d.source === 'prometheus-error') {
+    errors.push({ class: 'Connectivity', reason: 'PrometheusError', message: d.metricsAvailable.message, child: SCALING_CHILD });
+  } else if (d.metricsAvailable.status !== 'True') {
+    children.push({ name: SCALING_CHILD, state: 'Starting', reason: d.metricsAvailable.reason, message: d.metricsAvailable.message });
+  } else {
+    children.push({ name: SCALING_CHILD, state: 'Ready', message: d.optimizationReady.message });
+  }
+  return { children, errors };
+}
+
+/**
+ * The fields as a JSON merge patch that writes each of them whole: a merge patch merges nested
+ * objects, so a key the previous value had and the new one lacks (the accelerator of a
+ * currentAllocation cleared to 0) is sent as `null` to be removed. Keys already absent are not sent
+ * again, so an unchanged status still compares equal and is not rewritten.
+ */
+export function wholeFieldsPatch(previous: VariantAutoscalingStatus | undefined, fields: UpstreamStatus['fields']): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(fields)) {
+    const before = (previous as Record<string, unknown> | undefined)?.[name];
+    if (value === undefined) continue;
+    if (before === null || typeof before !== 'object' || Array.isArray(before) || typeof value !== 'object') {
+      out[name] = value;
+      continue;
+    }
+    const removed = Object.keys(before).filter((k) => !(k in value));
+    out[name] = removed.length === 0 ? value : { ...value, ...Object.fromEntries(removed.map((k) => [k, null])) };
+  }
+  return out;
+}

@@ -1,0 +1,68 @@
+/** The few facts about a Deployment the autoscaler decides on, read from the API object. */
+import type { V1Deployment, V1PodSpec } from '@kubernetes/client-node';
+
+export interface DeploymentFacts {
+  name: string;
+  namespace: string;
+  deleting: boolean;
+  /** `spec.replicas` (the API defaults it to 1). */
+  specReplicas: number;
+  /** `status.replicas`, or `spec.replicas` while status still says 0. */
+  currentReplicas: number;
+  readyReplicas: number;
+  /** Pods that exist but are not ready yet (never negative). */
+  pendingReplicas: number;
+  /** Sum of GPU requests over the pod's containers; 1 when none is requested. */
+  gpusPerReplica: number;
+  /** The GPU product the pods are pinned to by node selector or required node affinity. */
+  gpuProduct?: string;
+}
+
+const GPU_RESOURCES = ['nvidia.com/gpu', 'amd.com/gpu', 'intel.com/gpu'];
+const GPU_PRODUCT_LABELS = ['nvidia.com/gpu.product', 'amd.com/gpu.product', 'intel.com/gpu.product'];
+
+function wholeQuantity(q: unknown): number {
+  const n = typeof q === 'number' ? q : typeof q === 'string' && /^\d+$/.test(q.trim()) ? Number(q.trim()) : 0;
+  return Number.isFinite(n) ? n : 0;
+}
+
+export function gpusPerReplica(spec: V1PodSpec | undefined): number {
+  let total = 0;
+  for (const c of spec?.containers ?? []) {
+    const requests = (c.resources?.requests ?? {}) as Record<string, unknown>;
+    for (const r of GPU_RESOURCES) total += wholeQuantity(requests[r]);
+  }
+  return total > 0 ? total : 1;
+}
+
+export function gpuProduct(spec: V1PodSpec | undefined): string | undefined {
+  for (const key of GPU_PRODUCT_LABELS) {
+    const v = spec?.nodeSelector?.[key];
+    if (v) return v;
+  }
+  for (const term of spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) {
+    for (const e of term.matchExpressions ?? []) {
+      if (GPU_PRODUCT_LABELS.includes(e.key) && e.operator === 'In' && e.values?.length === 1 && e.values[0]) return e.values[0];
+    }
+  }
+  return undefined;
+}
+
+export function deploymentFacts(d: V1Deployment): DeploymentFacts {
+  const specReplicas = d.spec?.replicas ?? 1;
+  const statusReplicas = d.status?.replicas ?? 0;
+  const current = statusReplicas > 0 ? statusReplicas : specReplicas;
+  const ready = d.status?.readyReplicas ?? 0;
+  const product = gpuProduct(d.spec?.template?.spec);
+  return {
+    name: d.metadata?.name ?? '',
+    namespace: d.metadata?.namespace ?? '',
+    deleting: d.metadata?.deletionTimestamp !== undefined && d.metadata.deletionTimestamp !== null,
+    specReplicas,
+    currentReplicas: current,
+    readyReplicas: ready,
+    pendingReplicas: Math.max(0, current - ready),
+    gpusPerReplica: gpusPerReplica(d.spec?.template?.spec),
+    ...(product !== undefined ? { gpuProduct: product } : {}),
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * Seed 003's table of allowed and blocked events, as trigger declarations. Each predicate is chosen
+ * by the watched resource type (never by `object.kind`, empty on many payloads: a WVA bug), and
+ * Generic is blocked everywhere, including the replay a new leader makes; the resync tick covers it.
+ *
+ * | resource        | create | update                  | delete | enqueues                            |
+ * |-----------------|--------|-------------------------|--------|-------------------------------------|
+ * | VA              | yes    | no                      | no     | the VA                              |
+ * | Deployment      | yes    | no                      | yes    | the VAs naming it (same namespace)  |
+ * | ConfigMap (2)   | yes    | yes                     | no     | `@config` (no VA)                   |
+ * | ServiceMonitor  | yes¹   | only deletionTimestamp  | yes    | `@service-monitor/<uid>` (no VA)    |
+ *
+ * ¹ processed, nothing to do: a new ServiceMonitor needs no warning.
+ */
+import { parseVariantAutoscaling } from '../../api/variantautoscaling.js';
+import { Resources } from '../../kube/resources.js';
+import type { Mapper, Trigger } from '../../runtime/function.js';
+import { mapToSelf } from '../../watcher/mappers.js';
+import { and, deletionStarted, objectMatches, onlyEvents, passes, type Predicate } from '../../watcher/predicates.js';
+import type { AutoscalerNames } from './config/names.js';
+import { CONFIG_KEY } from './keys.js';
+import { belongsToInstance } from './saturation/active-variants.js';
+import { serviceMonitorKey } from './service-monitor.js';
+import { vasTargetingDeployment } from './target/resolve.js';
+
+/** Deployment → the VAs in its namespace whose scaleTargetRef names it, looked up in the watcher's VA store. */
+export function deploymentToVariantAutoscalings(controllerInstance: string | undefined): Mapper {
+  return (event, ctx) => {
+    const namespace = event.object.metadata.namespace;
+    if (namespace === undefined) return [];
+    const vas = ctx.list(Resources.variantAutoscaling, namespace).flatMap((o) => {
+      const parsed = parseVariantAutoscaling(o);
+      return parsed.ok && belongsToInstance(parsed.value, controllerInstance) ? [parsed.value] : [];
+    });
+    return vasTargetingDeployment(vas, { namespace, name: event.object.metadata.name });
+  };
+}
+
+/** Create, delete, and the update that sets deletionTimestamp (a finalizer holds the object). */
+const serviceMonitorEvents: Predicate = {
+  create: () => true,
+  update: (e) => passes(deletionStarted, e),
+  delete: () => true,
+  generic: () => false,
+};
+
+const mapServiceMonitor: Mapper = (event) => (event.type === 'create' ? [] : [serviceMonitorKey(event.object.metadata.uid)]);
+
+export function autoscalerTriggers(names: AutoscalerNames): Trigger[] {
+  const configMaps = new Set([names.controllerConfigMap, names.saturationConfigMap]);
+  return [
+    {
+      resource: Resources.variantAutoscaling,
+      predicate: and(onlyEvents('create'), objectMatches((o) => belongsToInstance({ metadata: o.metadata }, names.controllerInstance))),
+      map: mapToSelf,
+    },
+    {
+      resource: Resources.deployment,
+      predicate: onlyEvents('create', 'delete'),
+      map: deploymentToVariantAutoscalings(names.controllerInstance),
+    },
+    {
+      resource: Resources.configMap,
+      namespace: names.namespace,
+      predicate: and(
+        onlyEvents('create', 'update'),
+        objectMatches((o) => o.metadata.namespace === names.namespace && configMaps.has(o.metadata.name)),
+      ),
+      // Refresh the configuration only: the next cycle reads it (seed 003 example 4).
+      map: () => [CONFIG_KEY],
+    },
+    {
+      resource: Resources.serviceMonitor,
+      namespace: names.namespace,
+      // Watched only while the CRD is installed (Prometheus Operator); absent, it is no error.
+      optional: true,
+      predicate: and(serviceMonitorEvents, objectMatches((o) => o.metadata.name === names.serviceMonitor)),
+      map: mapServiceMonitor,
+    },
+  ];
+}
