@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { WVA_HELM_VA, WVA_SAMPLE_VAS } from '../test/fixtures/wva-samples.js';
 import { generateCrd } from './crd.js';
 import {
   parseVariantAutoscaling,
@@ -10,130 +11,8 @@ import {
 } from './variantautoscaling.js';
 
 // WVA's published sample manifests (config/samples, deploy/examples, the Helm chart rendered with
-// example values), comments removed. They must parse unchanged.
-const UPSTREAM_SAMPLES = `
-apiVersion: llmd.ai/v1alpha1
-kind: VariantAutoscaling
-metadata:
-  name: llama-70b-premium-h100
-  namespace: llm-inference
-  labels:
-    app: llm-inference
-    model: llama-70b
-    variant: premium
-    accelerator: h100
-spec:
-  scaleTargetRef:
-    kind: Deployment
-    name: llama-70b-premium-h100
-  modelID: "meta/llama-3.1-70b"
-  variantCost: "80.0"
----
-apiVersion: llmd.ai/v1alpha1
-kind: VariantAutoscaling
-metadata:
-  name: llama-70b-standard-a100
-  namespace: llm-inference
-  labels:
-    app: llm-inference
-    model: llama-70b
-    variant: standard
-    accelerator: a100
-spec:
-  scaleTargetRef:
-    kind: Deployment
-    name: llama-70b-standard-a100
-  modelID: "meta/llama-3.1-70b"
-  variantCost: "40.0"
----
-apiVersion: llmd.ai/v1alpha1
-kind: VariantAutoscaling
-metadata:
-  name: llama-8b-budget-t4
-  namespace: llm-inference
-  labels:
-    app: llm-inference
-    model: llama-8b
-    variant: budget
-    accelerator: t4
-spec:
-  scaleTargetRef:
-    kind: Deployment
-    name: llama-8b-budget-t4
-  modelID: "meta/llama-3.1-8b"
-  variantCost: "5.0"
----
-apiVersion: llmd.ai/v1alpha1
-kind: VariantAutoscaling
-metadata:
-  name: llama-8b-tenant-gold
-  namespace: tenant-gold
-  labels:
-    tenant: gold
-    model: llama-8b
-spec:
-  scaleTargetRef:
-    kind: Deployment
-    name: llama-8b-tenant-gold
-  modelID: "meta/llama-3.1-8b"
-  variantCost: "25.0"
----
-apiVersion: llmd.ai/v1alpha1
-kind: VariantAutoscaling
-metadata:
-  name: llama-8b-tenant-silver
-  namespace: tenant-silver
-  labels:
-    tenant: silver
-    model: llama-8b
-spec:
-  scaleTargetRef:
-    kind: Deployment
-    name: llama-8b-tenant-silver
-  modelID: "meta/llama-3.1-8b"
-  variantCost: "15.0"
----
-apiVersion: llmd.ai/v1alpha1
-kind: VariantAutoscaling
-metadata:
-  name: llama-8b-default-cost
-  namespace: llm-inference
-spec:
-  scaleTargetRef:
-    kind: Deployment
-    name: llama-8b-default-cost
-  modelID: "meta/llama-3.1-8b"
----
-apiVersion: llmd.ai/v1alpha1
-kind: VariantAutoscaling
-metadata:
-  name: vllme-deployment 
-  namespace: llm-d-sim
-  labels:
-    inference.optimization/acceleratorName: A100
-spec:
-  scaleTargetRef:
-    kind: Deployment
-    name: vllme-deployment
-  modelID: default/default
----
-apiVersion: llmd.ai/v1alpha1
-kind: VariantAutoscaling
-metadata:
-  name: wva-va
-  namespace: llm-d-inference-scheduling
-  labels:
-    app.kubernetes.io/name: workload-variant-autoscaler
-    app.kubernetes.io/instance: wva
-    inference.optimization/acceleratorName: H100
-    wva.llmd.ai/controller-instance: "team-a"
-spec:
-  scaleTargetRef:
-    kind: Deployment
-    name: ms-inference-scheduling-llm-d-modelservice-decode
-  modelID: "Qwen/Qwen3-0.6B"
-  variantCost: "10.0"
-`;
+// example values). They must parse unchanged.
+const UPSTREAM_SAMPLES = `${WVA_SAMPLE_VAS}\n---\n${WVA_HELM_VA}`;
 
 function samples(): unknown[] {
   return parseAllDocuments(UPSTREAM_SAMPLES).map((d) => d.toJS() as unknown);

@@ -1,24 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONTROLLER_CONFIG, effectivePrometheusSettings, parseControllerConfig } from './controller-config.js';
 import { describeIssue } from './issues.js';
+import { WVA_CONTROLLER_DATA } from '../../../test/fixtures/wva-samples.js';
 
 // WVA's config/manager/configmap.yaml data, as shipped.
-const UPSTREAM_DATA = {
-  PROMETHEUS_BASE_URL: 'https://kube-prometheus-stack-prometheus.workload-variant-autoscaler-monitoring.svc.cluster.local:9090',
-  PROMETHEUS_TLS_INSECURE_SKIP_VERIFY: 'true',
-  GLOBAL_OPT_INTERVAL: '60s',
-  WVA_SCALE_TO_ZERO: 'false',
-  PROMETHEUS_METRICS_CACHE_ENABLED: 'true',
-  PROMETHEUS_METRICS_CACHE_TTL: '30s',
-  PROMETHEUS_METRICS_CACHE_MAX_SIZE: '0',
-  PROMETHEUS_METRICS_CACHE_CLEANUP_INTERVAL: '1m',
-  PROMETHEUS_METRICS_CACHE_FETCH_INTERVAL: '30s',
-  PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD: '1m',
-  PROMETHEUS_METRICS_CACHE_STALE_THRESHOLD: '2m',
-  PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD: '5m',
-  WVA_LIMITED_MODE: 'false',
-  WVA_NODE_SELECTOR: '',
-};
+const UPSTREAM_DATA = WVA_CONTROLLER_DATA;
 
 describe('parseControllerConfig', () => {
   it('reads the upstream ConfigMap without issues', () => {
