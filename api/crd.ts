@@ -288,7 +288,7 @@ function convert(node: JsonObject, root: JsonObject, path: string, outerRefs: st
   const type = node.type as string | undefined;
   if (type === undefined) {
     if (node.enum || node.const !== undefined) return { ...out, ...enumOf(node, path) };
-    // No type at all: any JSON value (zod's unknown/any, e.g. an opaque plugin config).
+    // No type at all: every JSON value is allowed (zod's unknown, e.g. an opaque plugin config).
     return { ...out, 'x-kubernetes-preserve-unknown-fields': true };
   }
   if (Array.isArray(type)) throw new SchemaConversionError(path, 'multiple types are not structural');

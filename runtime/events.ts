@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * An event request, as any function hands it to emit-events. The recorder there turns requests into
+ * An event request, as every function hands it to emit-events. The recorder there turns requests into
  * core/v1 Events (naming, counting, aggregation, spam filtering) with its state in Redis.
  */
 export const eventRequestSchema = z.object({

@@ -17,7 +17,7 @@ import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // The lifecycle function runs in-process against the real API server and Redis; the tests play the operation
-// controller through the client API, as any operator would. Pods run on KWOK nodes.
+// controller through the client API, as an operator would. Pods run on KWOK nodes.
 describe('ops-lifecycle: operations on the sandbox', () => {
   let sb: TestSandbox;
   let ripple: RunningRipple;
