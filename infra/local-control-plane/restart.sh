@@ -9,6 +9,7 @@ dir="${RIPPLE_SANDBOX_DIR:-$root/.sandbox}"
 name="${1:?usage: restart.sh <etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok> [down-seconds]}"
 down="${2:-0}"
 [[ -f "$dir/cmd/$name" ]] || { echo "sandbox: no running $name in $dir" >&2; exit 1; }
+touch "$dir/restarting"; trap 'rm -f "$dir/restarting"' EXIT
 pid="$(awk -v n="$name" '$1 == n { print $2 }' "$dir/pids" | tail -n 1)"
 kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
 for _ in $(seq 1 80); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done

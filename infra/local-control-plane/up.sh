@@ -15,9 +15,15 @@ die() { printf 'sandbox: %s\n' "$*" >&2; exit 1; }
 
 kubectl() { "$bin/kubectl" --kubeconfig "$dir/kubeconfig" "$@"; }
 
-if [[ -f "$dir/kubeconfig" && -f "$dir/pids" ]] && kubectl get --raw /readyz >/dev/null 2>&1; then
-  say "already running; kubeconfig at $dir/kubeconfig"
-  exit 0
+if [[ -f "$dir/kubeconfig" && -f "$dir/pids" ]]; then
+  # Its processes are alive but the API may be restarting (a test restarts kube-apiserver): wait for it
+  # rather than tearing down a sandbox another run is using.
+  alive=1; while read -r _ pid; do kill -0 "$pid" 2>/dev/null || alive=0; done < "$dir/pids"
+  [[ -f "$dir/restarting" ]] && alive=1   # restart.sh is bringing a component back
+  for ((i = 0; i < (alive ? 360 : 1); i++)); do
+    if kubectl get --raw /readyz >/dev/null 2>&1; then say "already running; kubeconfig at $dir/kubeconfig"; exit 0; fi
+    sleep 0.25
+  done
 fi
 if [[ -f "$dir/pids" ]]; then
   say "found a stopped or broken sandbox in $dir; cleaning it up first"
