@@ -50,7 +50,7 @@ Other:
   --definitions MODULE    run the functions a module exports (\`definitions(env)\`) instead of the built-in ones
 
 Security: state-changing ops routes need RIPPLE_OPS_TOKEN (Bearer); without it they answer 403.
-RIPPLE_FUNCTION_TOKEN, when set on both sides, is sent by the dispatcher and required by \`serve\`.`;
+RIPPLE_FUNCTION_TOKEN is required by \`serve\` (unless RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true) and sent by the dispatcher.`;
 
 const definitionShape = z.object({
   name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'function names are lowercase letters, digits and dashes'),
@@ -140,7 +140,10 @@ async function main(): Promise<void> {
   collectDefaultMetrics({ register: registry });
   const metrics = new QueueMetrics(registry);
   const namespace = config.RIPPLE_WATCH_NAMESPACE;
-  const host = new FunctionHost({ kc, redisUrl, prefix: config.RIPPLE_PREFIX, functions, log, metrics, namespace });
+  // Function metrics (wva_*) are global values read from Redis: only the processes serving the ops
+  // control surface export them, so summing a metric over pods does not count it once per pod.
+  const functionMetrics = mode === 'all' || mode === 'ops';
+  const host = new FunctionHost({ kc, redisUrl, prefix: config.RIPPLE_PREFIX, functions, log, metrics, functionMetrics, namespace });
   // Shutdown runs these in order: stop producing work, drain the workers, then close what serves
   // probes last so the kubelet sees a live process for the whole drain.
   const stopProducing: Array<() => Promise<void>> = [];
@@ -184,7 +187,12 @@ async function main(): Promise<void> {
       log,
       onStartedLeading: () => {
         void host.scheduleResyncs().catch((err: unknown) => log.error({ err: String(err) }, 'could not install resync ticks'));
-        void watcher!.replayAll().then((n) => log.info({ objects: n }, 'leader: replayed the stores'));
+        // replayAll retries each object and never rejects; the catch is a last guard, because an
+        // unhandled rejection would end the process on Node 20.
+        void watcher!
+          .replayAll()
+          .then((n) => log.info({ objects: n }, 'leader: replayed the stores'))
+          .catch((err: unknown) => log.error({ err: String(err) }, 'leader: replaying the stores failed'));
       },
     });
     watcher.start();

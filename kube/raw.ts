@@ -1,6 +1,17 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import fetch, { Headers, type RequestInit } from 'node-fetch';
+import { ConnectivityError } from '../runtime/errors.js';
 import { statusSchema } from './object.js';
+
+/**
+ * How long one API request may take, headers and body together. node-fetch sets no timeout, and a
+ * connection that went dead without a reset (a dropped NAT entry, a hung load balancer) would hang the
+ * caller for as long as the kernel keeps the socket: a reconcile, a relist or a lease renewal forever.
+ */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+/** The API server did not answer within the request's timeout. Transient: retried like any connectivity error. */
+export class KubeTimeoutError extends ConnectivityError {}
 
 /** An API server answer other than 2xx, with its HTTP code and Status reason. */
 export class KubeApiError extends Error {
@@ -25,7 +36,10 @@ export interface RawRequest {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   contentType?: string;
+  /** The caller's cancellation; combined with the timeout (whichever comes first). */
   signal?: AbortSignal;
+  /** Overrides DEFAULT_REQUEST_TIMEOUT_MS for this call; 0 disables the timeout (the caller's signal bounds it). */
+  timeoutMs?: number;
 }
 
 /**
@@ -47,9 +61,34 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
     init.body = JSON.stringify(req.body);
   }
   init.headers = headers;
-  if (req.signal) init.signal = req.signal as RequestInit['signal'];
-  const res = await fetch(url, init);
-  const text = await res.text();
+  const timeoutMs = req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  // One controller for both causes, wired by hand: AbortSignal.any on a long-lived caller signal
+  // (a watcher's stop signal, used for every relist) keeps a listener per call on Node 20.
+  const abort = new AbortController();
+  let timedOut = false;
+  const timer =
+    timeoutMs > 0
+      ? setTimeout(() => {
+          timedOut = true;
+          abort.abort();
+        }, timeoutMs)
+      : undefined;
+  const onCallerAbort = () => abort.abort();
+  if (req.signal?.aborted) abort.abort();
+  else req.signal?.addEventListener('abort', onCallerAbort, { once: true });
+  init.signal = abort.signal as RequestInit['signal'];
+  let res: Awaited<ReturnType<typeof fetch>>;
+  let text: string;
+  try {
+    res = await fetch(url, init);
+    text = await res.text();
+  } catch (err) {
+    if (timedOut) throw new KubeTimeoutError(`${init.method} ${path}: no answer from the API server within ${timeoutMs} ms`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    req.signal?.removeEventListener('abort', onCallerAbort);
+  }
   let json: unknown;
   try {
     json = text ? JSON.parse(text) : undefined;

@@ -1,4 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
+import { readForScrape } from '../queue/scrape.js';
 import type { WorkQueue } from '../queue/work-queue.js';
 
 /**
@@ -34,9 +35,12 @@ export function registerJobCounts(registry: Registry, queues: () => WorkQueue[])
     async collect() {
       this.reset();
       const all = queues();
-      const counts = await Promise.all(all.map((q) => jobCounts(q)));
+      // Bounded: with Redis down the read would wait for ever and hang /metrics; a queue whose counts
+      // do not come in time is left out of this scrape.
+      const counts = await Promise.all(all.map((q) => readForScrape(() => jobCounts(q))));
       all.forEach((q, i) => {
-        for (const s of JOB_STATES) this.set({ queue: q.name, state: s }, counts[i]![s]);
+        const c = counts[i];
+        if (c) for (const s of JOB_STATES) this.set({ queue: q.name, state: s }, c[s]);
       });
     },
   });

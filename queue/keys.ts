@@ -1,6 +1,8 @@
 /** Where one function's queue keeps its state in Redis. BullMQ's own keys share the same prefix. */
 export interface QueueKeys {
   pending: string;
+  /** When each pending id was recorded (ms, Redis clock): a job not created yet still counts for a grace period. */
+  pendingSince: string;
   due: string;
   active: string;
   dirty: string;
@@ -14,6 +16,7 @@ export function queueKeys(prefix: string, queueName: string): QueueKeys {
   const base = `${prefix}:${queueName}`;
   return {
     pending: `${base}:ripple:pending`,
+    pendingSince: `${base}:ripple:pending-since`,
     due: `${base}:ripple:due`,
     active: `${base}:ripple:active`,
     dirty: `${base}:ripple:dirty`,

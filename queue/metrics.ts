@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { readForScrape } from './scrape.js';
 
 // controller-runtime's bucket layout, so existing dashboards read Ripple's histograms unchanged.
 const WORK_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000];
@@ -18,6 +19,7 @@ export class QueueMetrics {
   readonly reconcileTotal: Counter<'controller' | 'result'>;
   readonly reconcileErrors: Counter<'controller'>;
   readonly terminalErrors: Counter<'controller'>;
+  readonly reconcileTimeouts: Counter<'controller'>;
   readonly reconcileTime: Histogram<'controller'>;
   readonly activeWorkers: Gauge<'controller'>;
   readonly maxConcurrent: Gauge<'controller'>;
@@ -33,7 +35,13 @@ export class QueueMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const [name, depth] of depthSources) this.set({ name, controller: name }, await depth());
+        const sources = [...depthSources];
+        // A queue whose depth cannot be read in time (Redis down) is left out rather than hanging the scrape.
+        const depths = await Promise.all(sources.map(([, depth]) => readForScrape(depth)));
+        sources.forEach(([name], i) => {
+          const depth = depths[i];
+          if (depth !== undefined) this.set({ name, controller: name }, depth);
+        });
       },
     });
     this.adds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name', 'controller'], registers });
@@ -55,6 +63,12 @@ export class QueueMetrics {
     this.reconcileTotal = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Total number of reconciliations per controller', labelNames: ['controller', 'result'], registers });
     this.reconcileErrors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Total number of reconciliation errors per controller', labelNames: ['controller'], registers });
     this.terminalErrors = new Counter({ name: 'controller_runtime_terminal_reconcile_errors_total', help: 'Total number of terminal reconciliation errors per controller', labelNames: ['controller'], registers });
+    this.reconcileTimeouts = new Counter({
+      name: 'controller_runtime_reconcile_timeouts_total',
+      help: 'Total number of reconciliations given up on after the reconcile timeout, per controller (retried with backoff)',
+      labelNames: ['controller'],
+      registers,
+    });
     this.reconcileTime = new Histogram({
       name: 'controller_runtime_reconcile_time_seconds',
       help: 'Length of time per reconciliation per controller',

@@ -23,6 +23,11 @@ export interface ScheduleResult {
   action: ScheduleAction;
   jobId: string;
   delayMs: number;
+  /**
+   * An `add` of an id another call recorded moments ago (its job not created yet, or its add failed):
+   * that call may create the job first with a later delay, which BullMQ keeps; `apply` then moves it.
+   */
+  readd?: boolean;
 }
 
 export interface WorkQueueOptions {
@@ -66,7 +71,7 @@ export class WorkQueue {
     const raw = await runScript(
       this.opts.connection,
       ENQUEUE,
-      [k.pending, k.due, k.active, k.dirty, k.failures, k.seq],
+      [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince],
       [key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix],
     );
     this.opts.metrics?.adds.inc({ name: this.name, controller: this.name });
@@ -75,20 +80,34 @@ export class WorkQueue {
     return result;
   }
 
-  /** Carries out what a script decided: adds the new job or moves the pending one earlier. */
+  /**
+   * Carries out what a script decided: adds the new job or moves the pending one earlier. Safe to call
+   * again after a failure: adding an id that exists is ignored, and moving a job earlier is idempotent.
+   */
   async apply(key: string, result: ScheduleResult, reason: string): Promise<void> {
     if (result.action === 'add') {
       const data: ReconcileJob = { key, reason };
       await this.bull.add(RECONCILE_JOB, data, { jobId: result.jobId, delay: result.delayMs });
+      if (result.readd) await this.moveEarlier(key, result, true);
     } else if (result.action === 'reschedule') {
-      const job = await this.bull.getJob(result.jobId);
-      // The job may have become due (or started) since the script ran; then there is nothing to move.
-      try {
-        if (result.delayMs === 0) await job?.promote();
-        else await job?.changeDelay(result.delayMs);
-      } catch (err) {
-        this.opts.log?.debug({ key, jobId: result.jobId, err: String(err) }, 'pending job no longer delayed');
-      }
+      await this.moveEarlier(key, result, false);
+    }
+  }
+
+  /** Brings the pending job forward to `result.delayMs` from now (only if it is later, when `onlyIfLater`). */
+  private async moveEarlier(key: string, result: ScheduleResult, onlyIfLater: boolean): Promise<void> {
+    const job = await this.bull.getJob(result.jobId);
+    if (!job) return;
+    // 50 ms of slack: the job's timestamp comes from the adder's clock, not Redis's.
+    if (onlyIfLater && job.timestamp + (job.delay ?? 0) <= Date.now() + result.delayMs + 50) return;
+    try {
+      if (result.delayMs === 0) await job.promote();
+      else await job.changeDelay(result.delayMs);
+    } catch (err) {
+      // The job became due, started or finished since the script ran: nothing left to move. Anything
+      // else (Redis unreachable) propagates so the caller retries.
+      if (!(err instanceof Error && /is not in the delayed state|Missing key for job/.test(err.message))) throw err;
+      this.opts.log?.debug({ key, jobId: result.jobId, err: err.message }, 'pending job no longer delayed');
     }
   }
 
@@ -102,7 +121,8 @@ export class WorkQueue {
   }
 }
 
+/** schedule()'s four fields as the scripts return them (RELEASE appends two more, read by the worker). */
 export function parseSchedule(raw: unknown): ScheduleResult {
-  const parsed = z.tuple([z.enum(['add', 'reschedule', 'coalesced', 'deferred', 'none']), z.string(), z.string()]).rest(z.string()).parse(raw);
-  return { action: parsed[0], jobId: parsed[1], delayMs: Number(parsed[2]) };
+  const parsed = z.tuple([z.enum(['add', 'reschedule', 'coalesced', 'deferred', 'none']), z.string(), z.string(), z.enum(['0', '1'])]).rest(z.string()).parse(raw);
+  return { action: parsed[0], jobId: parsed[1], delayMs: Number(parsed[2]), ...(parsed[3] === '1' ? { readd: true } : {}) };
 }

@@ -4,10 +4,22 @@ import type { Redis } from 'ioredis';
 import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import { DeadlineExceededError, withDeadline } from './deadline.js';
 import type { QueueMetrics } from './metrics.js';
+import { withRetries, type RetryPolicy } from './retry.js';
 import { runScript } from './run-script.js';
 import { CLAIM, RELEASE } from './scripts.js';
-import { parseSchedule, RECONCILE_JOB, reconcileJobSchema, RESYNC_JOB, type WorkQueue } from './work-queue.js';
+import { parseSchedule, RECONCILE_JOB, reconcileJobSchema, RESYNC_JOB, type ScheduleResult, type WorkQueue } from './work-queue.js';
+
+/** Default bound on one reconcile (KeyedWorkerOptions.reconcileTimeoutMs). */
+export const DEFAULT_RECONCILE_TIMEOUT_MS = 5 * 60_000;
+
+/**
+ * Carrying out the follow-up after RELEASE (adding the retry/requeue/dirty job) is retried this many
+ * times: RELEASE has already released the key, so if the add is lost nothing else will run it again
+ * until the next event or resync. Repeating is safe: adding an existing job id is ignored.
+ */
+export const DEFAULT_APPLY_RETRY: RetryPolicy = { attempts: 6, baseMs: 200, maxMs: 5_000 };
 
 /** What one reconcile asks of the queue afterwards. */
 export interface ReconcileOutcome {
@@ -34,6 +46,13 @@ export interface KeyedWorkerOptions {
   stalledIntervalMs?: number;
   metrics?: QueueMetrics;
   log: Logger;
+  /**
+   * How long one reconcile may run before it counts as failed (transient: retried with backoff).
+   * Default 5 min; 0 disables the bound.
+   */
+  reconcileTimeoutMs?: number;
+  /** Attempts at scheduling the follow-up after a release (default DEFAULT_APPLY_RETRY). */
+  applyRetry?: RetryPolicy;
   reconcile: (info: ReconcileInfo) => Promise<ReconcileOutcome | void>;
   /** Called for the resync tick's job: enqueue every primary object. */
   resync?: (log: Logger) => Promise<number>;
@@ -75,7 +94,7 @@ export class KeyedWorker {
     const jobId = String(job.id);
     const k = this.opts.queue.keys;
     const redis = this.opts.connection;
-    const claimed = await runScript(redis, CLAIM, [k.pending, k.due, k.active, k.dirty], [key, jobId, k.jobKeyPrefix]);
+    const claimed = await runScript(redis, CLAIM, [k.pending, k.due, k.active, k.dirty, k.pendingSince], [key, jobId, k.jobKeyPrefix]);
     const m = this.opts.metrics;
     const labels = { name: this.name, controller: this.name };
     if (claimed !== 1) {
@@ -90,8 +109,14 @@ export class KeyedWorker {
     let outcome: 'success' | 'terminal' | 'error' | 'requeue' = 'success';
     let requeueAfterMs = 0;
     let failure: unknown;
+    const timeoutMs = this.opts.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
     try {
-      const result = await this.opts.reconcile({ key, reconcileId, reason, log });
+      // A handler stuck on a call with no timeout of its own (client-node's typed clients set none)
+      // would hold this key and a concurrency slot for ever. After the deadline the key is released and
+      // retried with backoff, while the abandoned promise may still run on and finish; that is safe
+      // because handlers read fresh state and write with resourceVersion preconditions, so a late write
+      // from it conflicts (409) instead of overwriting what the retry wrote.
+      const result = await withDeadline(this.opts.reconcile({ key, reconcileId, reason, log }), timeoutMs, () => `reconcile did not finish within ${timeoutMs} ms`);
       if (result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0) {
         outcome = 'requeue';
         requeueAfterMs = result.requeueAfterMs;
@@ -99,6 +124,7 @@ export class KeyedWorker {
     } catch (err) {
       failure = err;
       outcome = isTerminal(err) ? 'terminal' : 'error';
+      if (err instanceof DeadlineExceededError) m?.reconcileTimeouts.inc({ controller: this.name });
     } finally {
       m?.activeWorkers.dec({ controller: this.name });
     }
@@ -110,14 +136,14 @@ export class KeyedWorker {
     const raw = await runScript(
       redis,
       RELEASE,
-      [k.pending, k.due, k.active, k.dirty, k.failures, k.seq],
+      [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince],
       [key, jobId, outcome, String(Math.round(requeueAfterMs)), String(backoff.baseMs), String(backoff.maxMs), k.jobKeyPrefix],
     );
     const next = parseSchedule(raw);
-    await this.opts.queue.apply(key, next, outcome === 'error' ? 'retry' : outcome === 'requeue' ? 'requeue' : 'dirty');
+    await this.applyFollowUp(key, next, outcome === 'error' ? 'retry' : outcome === 'requeue' ? 'requeue' : 'dirty', log);
 
     if (outcome === 'error') {
-      const tail = (raw as string[]).slice(3);
+      const tail = (raw as string[]).slice(4);
       m?.retries.inc(labels);
       m?.reconcileErrors.inc({ controller: this.name });
       m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
@@ -134,6 +160,28 @@ export class KeyedWorker {
     m?.reconcileTotal.inc({ controller: this.name, result: outcome === 'requeue' ? 'requeue_after' : 'success' });
     log.debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined, ms: Math.round(seconds * 1000) }, 'reconciled');
     return outcome;
+  }
+
+  /**
+   * Adds the job RELEASE decided on. Retried: the key is already released, so a lost add would leave
+   * the retry, requeueAfter or dirty re-run undone until the key's next event or resync. If every
+   * attempt fails the error is logged with the key; an event for the key within the pending grace
+   * period adds the recorded job itself, and after it a new one is recorded, so the key never waits
+   * behind a job that does not exist.
+   */
+  private async applyFollowUp(key: string, next: ScheduleResult, reason: string, log: Logger): Promise<void> {
+    if (next.action !== 'add' && next.action !== 'reschedule') return;
+    try {
+      await withRetries(
+        () => this.opts.queue.apply(key, next, reason),
+        this.opts.applyRetry ?? DEFAULT_APPLY_RETRY,
+        (err, attempt, retryInMs) => {
+          if (retryInMs !== undefined) log.warn({ key, attempt, retryInMs, err: errorText(err) }, 'could not schedule the follow-up reconcile; retrying');
+        },
+      );
+    } catch (err) {
+      log.error({ key, action: next.action, jobId: next.jobId, delayMs: next.delayMs, reason, err: errorText(err) }, 'could not schedule the follow-up reconcile; the key runs again on its next event or resync');
+    }
   }
 
   /** Graceful: finishes in-flight reconciles and takes no new ones. */

@@ -35,6 +35,11 @@ export interface HandlerContext {
   events: EventSink;
   /** Asks for a reconcile of a key of this or another function. */
   enqueue: (fn: string, key: string, delayMs?: number) => Promise<void>;
+  /**
+   * Sets a function's resync interval while Ripple runs (the autoscaler's GLOBAL_OPT_INTERVAL); a
+   * no-op when it already has it. Resolves to whether it changed and what it was.
+   */
+  setResyncInterval: (fn: string, everyMs: number) => Promise<{ changed: boolean; previousMs: number | undefined }>;
   env: Readonly<Record<string, string | undefined>>;
 }
 
@@ -42,7 +47,13 @@ export type Handler = (req: ReconcileRequest, ctx: HandlerContext) => Promise<Re
 
 /** Lookups a mapper may make in the watcher's stores (e.g. Deployment → the VAs that name it). */
 export interface MapContext {
-  list(resource: ResourceRef, namespace?: string): KubeObject[];
+  /**
+   * The objects of a resource in a namespace (all when none). A mapper whose function watches the
+   * resource with a label selector passes that selector: the store of the watch with exactly that
+   * selector answers, or an unselected watch's store filtered by it. Without a selector only an
+   * unselected watch answers; when no watch fits, the answer is empty.
+   */
+  list(resource: ResourceRef, namespace?: string, labelSelector?: string): KubeObject[];
 }
 
 /** Turns one event into the keys to reconcile (the object, its owner, or anything custom). */
@@ -88,6 +99,12 @@ export interface FunctionDefinition {
   resyncIntervalMs?: number;
   /** Concurrent reconciles per worker process. */
   concurrency?: number;
+  /**
+   * How long one reconcile may run before the worker gives up on it and retries the key with backoff
+   * (default 5 min). A bound for handlers whose calls cannot time out themselves (client-node's typed
+   * clients set no timeout).
+   */
+  reconcileTimeoutMs?: number;
   /**
    * Keys the resync tick enqueues instead of every primary object: for a function whose tick must run
    * one global step first (the autoscaler's optimization cycle), which then enqueues the primaries.

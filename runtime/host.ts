@@ -5,7 +5,7 @@ import { kubeRequest } from '../kube/raw.js';
 import { collectionPath } from '../kube/resources.js';
 import { objectKey, parseObjectKey } from '../queue/keys.js';
 import type { QueueMetrics } from '../queue/metrics.js';
-import { upsertResync } from '../queue/resync.js';
+import { ensureResyncInterval, upsertResync } from '../queue/resync.js';
 import { KeyedWorker, type KeyedWorkerOptions, type ReconcileInfo, type ReconcileOutcome } from '../queue/worker.js';
 import { WorkQueue, type ScheduleResult } from '../queue/work-queue.js';
 import { EMIT_EVENTS, queueEventSink } from './event-sink.js';
@@ -20,6 +20,15 @@ export interface HostOptions {
   functions: FunctionDefinition[];
   log: Logger;
   metrics?: QueueMetrics;
+  /**
+   * Register each function's own metrics (its `metrics` hook, e.g. the autoscaler's wva_* gauges) on
+   * `metrics.registry`. Their values are global — read from Redis at scrape time — so exactly the
+   * processes that serve the ops control surface should export them (the CLI: modes `all` and `ops`);
+   * were every pod to export them, an HPA summing an External metric over its series would multiply
+   * the desired replicas by the number of pods. The CLI always sets this; when unset, it follows
+   * whether `metrics` is given (a single process embedding the host, as the tests do).
+   */
+  functionMetrics?: boolean;
   env?: Readonly<Record<string, string | undefined>>;
   /** How fast a dead worker's job is taken over (BullMQ lock); tests shorten it. */
   lockDurationMs?: number;
@@ -43,7 +52,7 @@ export class FunctionHost {
   constructor(private readonly opts: HostOptions) {
     this.prefix = opts.prefix ?? 'ripple';
     this.redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
-    if (opts.metrics) {
+    if (opts.metrics && (opts.functionMetrics ?? true)) {
       for (const f of opts.functions) f.metrics?.(opts.metrics.registry, { redis: this.redis, prefix: this.prefix, env: opts.env ?? process.env });
     }
   }
@@ -103,6 +112,7 @@ export class FunctionHost {
         lockDurationMs: this.opts.lockDurationMs,
         stalledIntervalMs: this.opts.stalledIntervalMs,
         metrics: this.opts.metrics,
+        reconcileTimeoutMs: def.reconcileTimeoutMs,
         log: this.opts.log.child({ function: def.name }),
         reconcile: opts.via?.(def) ?? ((info) => this.runHandler(def, info)),
         resync: () => this.resync(def.name),
@@ -160,6 +170,8 @@ export class FunctionHost {
       now: () => new Date(),
       events: queueEventSink(this.redis, this.prefix, () => this.queue(EMIT_EVENTS)),
       enqueue: (fn, key, delayMs) => this.enqueue(fn, key, 'handler', delayMs),
+      // Through the host's queue, so a handler builds no BullMQ Queue of its own per call.
+      setResyncInterval: (fn, everyMs) => ensureResyncInterval(this.queue(fn), everyMs),
       env: this.opts.env ?? process.env,
     };
   }

@@ -51,8 +51,13 @@ export class LeaderElector {
   private leading = false;
   private stopped = false;
   private observed?: { record: string; at: number };
+  /** When the last successful write was sent (not answered): the lease is ours from no later than this. */
   private lastRenew = 0;
+  /** A write was sent whose outcome may have made us the holder (stop() then checks and releases). */
+  private mayHold = false;
   private timer?: NodeJS.Timeout;
+  private deadlineTimer?: NodeJS.Timeout;
+  private inflight?: Promise<void>;
   private readonly leaseMs: number;
   private readonly renewMs: number;
   private readonly retryMs: number;
@@ -69,45 +74,72 @@ export class LeaderElector {
   }
 
   start(): void {
-    const tick = async () => {
+    const loop = async () => {
       if (this.stopped) return;
-      try {
-        await this.tryAcquireOrRenew();
-      } catch (err) {
-        this.opts.log.warn({ err: String(err), lease: this.opts.name }, 'leader election: lease update failed');
-      }
-      if (this.leading && Date.now() - this.lastRenew > this.renewMs) this.setLeading(false, 'renew deadline passed');
-      if (!this.stopped) this.timer = setTimeout(() => void tick(), this.leading ? this.retryMs : this.retryMs * (1 + Math.random() * 0.2));
+      this.inflight = this.tick();
+      await this.inflight;
+      this.inflight = undefined;
+      if (!this.stopped) this.timer = setTimeout(() => void loop(), this.leading ? this.retryMs : this.retryMs * (1 + Math.random() * 0.2));
     };
-    void tick();
+    void loop();
   }
 
+  /**
+   * Stops electing. Waits for an attempt in flight (bounded by the renew deadline), so a lease it
+   * acquired after stop() began is seen here and released instead of being held until it expires.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    if (!this.leading) return;
+    await this.inflight;
+    clearTimeout(this.deadlineTimer);
     this.setLeading(false, 'stopping');
+    if (!this.mayHold) return;
     try {
-      const lease = await this.read();
+      const lease = await this.read(AbortSignal.timeout(this.renewMs));
       if (lease.spec.holderIdentity === this.opts.identity) {
-        await this.replace({ ...lease, spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1 } });
+        await this.replace({ ...lease, spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1 } }, AbortSignal.timeout(this.renewMs));
       }
     } catch (err) {
       this.opts.log.warn({ err: String(err) }, 'leader election: could not release the lease');
     }
   }
 
-  private async tryAcquireOrRenew(): Promise<void> {
+  /**
+   * One acquire-or-renew attempt, bounded so that a hung request cannot outlive the renew deadline:
+   * a leader gets the time left until its deadline, a follower the renew deadline itself. The deadline
+   * timer (armed on each renewal) steps down on its own clock, whatever the request is doing.
+   */
+  private async tick(): Promise<void> {
+    const started = Date.now();
+    const budgetMs = this.leading ? Math.max(0, this.lastRenew + this.renewMs - started) : this.renewMs;
+    const attempt = new AbortController();
+    const bound = setTimeout(() => attempt.abort(), budgetMs);
+    try {
+      await this.tryAcquireOrRenew(started, attempt.signal);
+    } catch (err) {
+      const why = attempt.signal.aborted ? `no answer within ${budgetMs} ms` : String(err);
+      this.opts.log.warn({ err: why, lease: this.opts.name }, 'leader election: lease update failed');
+    } finally {
+      clearTimeout(bound);
+    }
+    if (this.leading && Date.now() - this.lastRenew > this.renewMs) this.setLeading(false, 'renew deadline passed');
+  }
+
+  private async tryAcquireOrRenew(started: number, signal: AbortSignal): Promise<void> {
     const { namespace, name, identity } = this.opts;
-    const now = microTime(new Date());
+    const now = microTime(new Date(started));
     let lease: Lease;
     try {
-      lease = await this.read();
+      lease = await this.read(signal);
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
+      if (this.stopped) return; // stopping: do not take a lease only to give it back
       try {
+        this.mayHold = true;
         await kubeRequest(this.opts.kc, collectionPath(Resources.lease, namespace), {
           method: 'POST',
+          signal,
           body: {
             apiVersion: 'coordination.k8s.io/v1',
             kind: 'Lease',
@@ -115,7 +147,7 @@ export class LeaderElector {
             spec: { holderIdentity: identity, leaseDurationSeconds: Math.ceil(this.leaseMs / 1000), acquireTime: now, renewTime: now, leaseTransitions: 0 },
           },
         });
-        this.renewed();
+        this.renewed(started);
       } catch (e) {
         if (!isStatus(e, 409)) throw e; // someone else created it first
       }
@@ -131,6 +163,7 @@ export class LeaderElector {
       if (this.leading) this.setLeading(false, `lease held by ${holder}`);
       return;
     }
+    if (this.stopped) return; // stopping: stop() releases what we hold; take nothing new
     const next: Lease = {
       ...lease,
       spec: {
@@ -143,23 +176,35 @@ export class LeaderElector {
     };
     try {
       // replace carries metadata.resourceVersion: a concurrent writer makes this a 409, not a split brain.
-      await this.replace(next);
-      this.renewed();
+      this.mayHold = true;
+      await this.replace(next, signal);
+      this.renewed(started);
     } catch (err) {
       if (!isStatus(err, 409)) throw err;
     }
   }
 
-  private async read(): Promise<Lease> {
-    return leaseSchema.parse(await kubeRequest(this.opts.kc, objectPath(Resources.lease, this.opts.namespace, this.opts.name)));
+  private async read(signal: AbortSignal): Promise<Lease> {
+    return leaseSchema.parse(await kubeRequest(this.opts.kc, objectPath(Resources.lease, this.opts.namespace, this.opts.name), { signal }));
   }
 
-  private async replace(lease: Lease): Promise<void> {
-    await kubeRequest(this.opts.kc, objectPath(Resources.lease, this.opts.namespace, this.opts.name), { method: 'PUT', body: lease });
+  private async replace(lease: Lease, signal: AbortSignal): Promise<void> {
+    await kubeRequest(this.opts.kc, objectPath(Resources.lease, this.opts.namespace, this.opts.name), { method: 'PUT', body: lease, signal });
   }
 
-  private renewed(): void {
-    this.lastRenew = Date.now();
+  /**
+   * A write sent at `sentAt` succeeded. The deadline counts from when it was sent, not answered: other
+   * replicas may have seen the new renewTime as early as that, so stepping down at sentAt + renew
+   * deadline is always before they can take over (sentAt + lease duration, by their own clocks).
+   */
+  private renewed(sentAt: number): void {
+    // stop() began while this write was in flight: it will release the lease; never start leading now.
+    if (this.stopped) return;
+    this.lastRenew = sentAt;
+    clearTimeout(this.deadlineTimer);
+    const left = sentAt + this.renewMs - Date.now();
+    if (left <= 0) return this.setLeading(false, 'renew deadline passed');
+    this.deadlineTimer = setTimeout(() => this.setLeading(false, 'renew deadline passed'), left);
     if (!this.leading) this.setLeading(true, 'acquired the lease');
   }
 

@@ -1,7 +1,7 @@
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../runtime/log.js';
 import { kubeObjectSchema, listSchema, statusSchema, type KubeObject } from '../kube/object.js';
-import { KubeApiError, kubeRequest } from '../kube/raw.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, KubeApiError, kubeRequest } from '../kube/raw.js';
 import { collectionPath, resourceId, type ResourceRef } from '../kube/resources.js';
 import { ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
 import type { WatchEvent } from './events.js';
@@ -50,7 +50,10 @@ class ExpiredError extends Error {}
 export class ListWatch {
   readonly store = new ObjectStore();
   private stopped = false;
-  private abort?: AbortController;
+  /** Cancels what is in flight when stop() is called: the relist's requests. */
+  private readonly stopping = new AbortController();
+  /** Ends the watch in flight at once, whether or not client-node has handed over its controller yet. */
+  private endWatch?: () => void;
   private wake?: () => void;
   private downSince?: number;
   private lastError?: string;
@@ -81,7 +84,8 @@ export class ListWatch {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.abort?.abort();
+    this.stopping.abort();
+    this.endWatch?.();
     this.wake?.();
     await this.loop;
   }
@@ -126,6 +130,7 @@ export class ListWatch {
       const page = listSchema.parse(
         await kubeRequest(this.opts.kc, collectionPath(this.opts.resource, this.opts.namespace), {
           query: { limit: this.opts.pageSize ?? 500, continue: cont, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },
+          signal: this.stopping.signal,
         }),
       );
       items.push(...page.items);
@@ -159,30 +164,58 @@ export class ListWatch {
     await this.sleep(this.opts.absentRecheckMs ?? 30_000);
   }
 
-  /** Watches from `rv` until the stream ends; returns the last resourceVersion seen. */
+  /**
+   * Watches from `rv` until the stream ends; returns the last resourceVersion seen.
+   *
+   * client-node's Watch.watch() hands over its AbortController only once response headers arrived, so
+   * a request stuck before them (a blackholed connection, an API server that accepts and never
+   * answers) cannot be aborted through it. Ending the watch therefore settles this promise directly,
+   * aborts the controller whenever it turns up, and the request itself carries a header timeout so
+   * its socket is released rather than held until the kernel gives up on it.
+   */
   private watchFrom(rv: string): Promise<string> {
     return new Promise<string>((resolve, reject) => {
       let last = rv;
       let chain = Promise.resolve();
       let failure: unknown;
+      let ended = false;
+      let controller: AbortController | undefined;
       const timeout = this.opts.watchTimeoutSeconds?.() ?? 300 + Math.floor(Math.random() * 300);
-      const abort = { current: undefined as AbortController | undefined };
       let idle: NodeJS.Timeout | undefined;
+      const done = (err: unknown) => {
+        if (ended) return;
+        ended = true;
+        clearTimeout(idle);
+        if (this.endWatch === end) this.endWatch = undefined;
+        controller?.abort();
+        const cause = failure ?? (err && !(err instanceof Error && err.name === 'AbortError') ? err : undefined);
+        chain.then(
+          () => (cause && !this.stopped ? reject(cause) : resolve(last)),
+          (e: unknown) => reject(e),
+        );
+      };
+      /** Ends the watch from this side (idle, ERROR event, stop), with `why` as its failure if any. */
+      const end = (why?: unknown) => {
+        failure ??= why;
+        done(undefined);
+      };
+      this.endWatch = end;
       const armIdle = () => {
         clearTimeout(idle);
-        // The server ends the watch after `timeout`; silence well past that means a dead connection.
-        idle = setTimeout(() => {
-          failure = new Error(`no data on the watch for ${timeout + 30}s`);
-          abort.current?.abort();
-        }, (timeout + 30) * 1000);
+        // The server ends the watch after `timeout`; silence well past that (30 s, or as long again for
+        // the short timeouts tests use) means a dead connection, or a request that never got an answer.
+        const silence = timeout + Math.min(30, timeout);
+        idle = setTimeout(() => end(new Error(`no data on the watch for ${silence}s`)), silence * 1000);
       };
       const onEvent = (type: string, raw: unknown) => {
+        // Lines still buffered after the watch ended belong to a stream already given up on: the next
+        // watch starts from `last`, so delivering them now could reorder events.
+        if (ended) return;
         armIdle();
         if (type === 'ERROR') {
           const status = statusSchema.safeParse(raw);
           const code = status.success ? status.data.code : undefined;
-          failure = code === 410 ? new ExpiredError('watch: 410 Gone') : new Error(`watch error: ${JSON.stringify(raw)}`);
-          abort.current?.abort();
+          end(code === 410 ? new ExpiredError('watch: 410 Gone') : new Error(`watch error: ${JSON.stringify(raw)}`));
           return;
         }
         const parsed = kubeObjectSchema.safeParse(raw);
@@ -198,16 +231,9 @@ export class ListWatch {
         // Never throw into client-node's callback (it would be swallowed): chain and surface errors here.
         if (event) chain = chain.then(() => this.deliver(event));
       };
-      const done = (err: unknown) => {
-        clearTimeout(idle);
-        const end = failure ?? (err && !(err instanceof Error && err.name === 'AbortError') ? err : undefined);
-        chain.then(
-          () => (end && !this.stopped ? reject(end) : resolve(last)),
-          (e: unknown) => reject(e),
-        );
-      };
       armIdle();
-      new Watch(this.opts.kc)
+      if (this.stopped) return end();
+      new Watch(withHeaderTimeout(this.opts.kc, DEFAULT_REQUEST_TIMEOUT_MS))
         .watch(
           collectionPath(this.opts.resource, this.opts.namespace),
           { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: timeout, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },
@@ -217,10 +243,10 @@ export class ListWatch {
             done(code === 410 ? new ExpiredError('watch: 410 Gone') : err);
           },
         )
-        .then((controller) => {
-          abort.current = controller;
-          this.abort = controller;
-          if (this.stopped) controller.abort();
+        .then((c) => {
+          controller = c;
+          // The watch was ended before client-node handed this over: close the late request now.
+          if (ended) c.abort();
         }, done);
     });
   }
@@ -264,4 +290,17 @@ export class ListWatch {
       };
     });
   }
+}
+
+/**
+ * The kubeconfig for client-node's Watch, with node-fetch's `timeout` set: it bounds the wait for
+ * response headers only (cleared when they arrive), so a long watch stream is unaffected while a
+ * request that never gets an answer fails and frees its socket. Watch sets its own signal and method
+ * on the options, so a timeout is the one bound that can be added from outside. Delegates everything
+ * else to `kc` through the prototype, so credentials (exec plugins, token files) behave as before.
+ */
+function withHeaderTimeout(kc: KubeConfig, timeoutMs: number): KubeConfig {
+  const wrapped = Object.create(kc) as KubeConfig;
+  wrapped.applyToFetchOptions = async (opts) => ({ ...(await kc.applyToFetchOptions(opts)), timeout: timeoutMs });
+  return wrapped;
 }

@@ -3,9 +3,20 @@ import type { KubeObject } from '../kube/object.js';
 import { resourceId, type ResourceRef } from '../kube/resources.js';
 import type { FunctionDefinition, MapContext, Trigger } from '../runtime/function.js';
 import type { Logger } from '../runtime/log.js';
+import { DEFAULT_RECONNECT, ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
 import type { WatchEvent } from './events.js';
-import { ListWatch, type WatchHealth } from './list-watch.js';
+import { matchesLabels, parseLabelSelector } from './label-selector.js';
+import { ListWatch, type ListWatchOptions, type WatchHealth } from './list-watch.js';
 import { passes } from './predicates.js';
+import { storeKey, type ObjectStore } from './store.js';
+
+/** What the watcher needs of one list+watch; ListWatch in production, a plain store in unit tests. */
+export interface WatchSource {
+  readonly store: ObjectStore;
+  health(): WatchHealth;
+  waitForSync(timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
 
 export interface WatcherOptions {
   kc: KubeConfig;
@@ -17,13 +28,20 @@ export interface WatcherOptions {
   log: Logger;
   /** Watch only this namespace (triggers that name their own namespace keep it); default all. */
   namespace?: string;
+  /** Backoff between attempts to replay an object whose enqueue failed (default: the reconnect backoff). */
+  replayBackoff?: ReconnectBackoffOptions;
+  /** Makes the list+watch of one group (default: a ListWatch). */
+  source?: (opts: ListWatchOptions) => WatchSource;
 }
 
+type GroupTriggers = Array<{ fn: string; trigger: Trigger }>;
+
 interface WatchGroup {
-  lw: ListWatch;
+  source: WatchSource;
   resource: ResourceRef;
   namespace?: string;
-  triggers: Array<{ fn: string; trigger: Trigger }>;
+  labelSelector?: string;
+  triggers: GroupTriggers;
 }
 
 /**
@@ -33,12 +51,15 @@ interface WatchGroup {
 export class Watcher {
   private readonly groups = new Map<string, WatchGroup>();
   private readonly mapContext: MapContext;
+  private stopped = false;
+  private readonly wakers = new Set<() => void>();
 
   constructor(private readonly opts: WatcherOptions) {
-    this.mapContext = { list: (resource, namespace) => this.list(resource, namespace) };
+    this.mapContext = { list: (resource, namespace, labelSelector) => storeLookup([...this.groups.values()], resource, namespace, labelSelector) };
   }
 
   start(): void {
+    const makeSource = this.opts.source ?? ((o: ListWatchOptions) => new ListWatch(o));
     for (const fn of this.opts.functions) {
       for (const declared of fn.triggers) {
         const namespace = declared.namespace ?? (declared.resource.namespaced ? this.opts.namespace : undefined);
@@ -46,8 +67,8 @@ export class Watcher {
         const id = `${resourceId(trigger.resource)}|${trigger.namespace ?? '*'}|${trigger.labelSelector ?? ''}`;
         let group = this.groups.get(id);
         if (!group) {
-          const triggers: WatchGroup['triggers'] = [];
-          const lw = new ListWatch({
+          const triggers: GroupTriggers = [];
+          const source = makeSource({
             kc: this.opts.kc,
             resource: trigger.resource,
             namespace: trigger.namespace,
@@ -56,7 +77,7 @@ export class Watcher {
             log: this.opts.log,
             onEvent: (event) => this.dispatch(triggers, event),
           });
-          group = { lw, resource: trigger.resource, namespace: trigger.namespace, triggers };
+          group = { source, resource: trigger.resource, namespace: trigger.namespace, labelSelector: trigger.labelSelector, triggers };
           this.groups.set(id, group);
         }
         group.triggers.push({ fn: fn.name, trigger });
@@ -66,26 +87,36 @@ export class Watcher {
   }
 
   async waitForSync(timeoutMs?: number): Promise<void> {
-    await Promise.all([...this.groups.values()].map((g) => g.lw.waitForSync(timeoutMs)));
+    await Promise.all([...this.groups.values()].map((g) => g.source.waitForSync(timeoutMs)));
   }
 
   /**
    * On becoming leader: replay every object in every store as a generic event, so whatever happened
-   * while no leader was enqueueing is reconciled (level-triggered takeover).
+   * while no leader was enqueueing is reconciled (level-triggered takeover). An object whose enqueue
+   * fails (Redis down) is retried with backoff until it goes through, so the takeover is complete;
+   * the replay gives up only when this process stops or stops leading (the next leader replays).
+   * Never rejects: its caller fires it and forgets it.
    */
   async replayAll(): Promise<number> {
     let n = 0;
-    for (const group of this.groups.values()) {
-      for (const object of group.lw.store.list()) {
-        await this.dispatch(group.triggers, { type: 'generic', object });
-        n++;
+    try {
+      for (const group of this.groups.values()) {
+        for (const object of group.source.store.list()) {
+          if (!(await this.replayOne(group, object))) {
+            this.opts.log.info({ replayed: n }, 'replay stopped: no longer leading, or stopping');
+            return n;
+          }
+          n++;
+        }
       }
+    } catch (err) {
+      this.opts.log.error({ err: String(err), replayed: n }, 'replay failed');
     }
     return n;
   }
 
   health(): WatchHealth[] {
-    return [...this.groups.values()].map((g) => g.lw.health());
+    return [...this.groups.values()].map((g) => g.source.health());
   }
 
   /** Ready when every watch has synced and none has been down for longer than `boundMs`. */
@@ -94,25 +125,92 @@ export class Watcher {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.groups.values()].map((g) => g.lw.stop()));
+    this.stopped = true;
+    for (const wake of this.wakers) wake();
+    await Promise.all([...this.groups.values()].map((g) => g.source.stop()));
   }
 
-  private list(resource: ResourceRef, namespace?: string): KubeObject[] {
-    for (const g of this.groups.values()) {
-      if (resourceId(g.resource) !== resourceId(resource)) continue;
-      if (g.namespace !== undefined && g.namespace !== namespace) continue;
-      return g.lw.store.list(namespace);
-    }
-    return [];
-  }
-
-  private async dispatch(triggers: WatchGroup['triggers'], event: WatchEvent): Promise<void> {
-    if (!this.opts.isLeader()) return;
-    for (const { fn, trigger } of triggers) {
-      if (!passes(trigger.predicate, event)) continue;
-      for (const key of trigger.map(event, this.mapContext)) {
-        await this.opts.enqueue(fn, key, `${trigger.resource.kind}:${event.type}`);
+  private async replayOne(group: WatchGroup, object: KubeObject): Promise<boolean> {
+    const backoff = new ReconnectBackoff(this.opts.replayBackoff ?? DEFAULT_RECONNECT);
+    for (;;) {
+      if (this.stopped || !this.opts.isLeader()) return false;
+      try {
+        await this.dispatch(group.triggers, { type: 'generic', object });
+        return true;
+      } catch (err) {
+        const delay = backoff.next(Date.now());
+        this.opts.log.warn({ resource: resourceId(group.resource), key: storeKey(object), err: String(err), retryInMs: Math.round(delay) }, 'replay: could not enqueue; retrying');
+        await this.sleep(delay);
       }
     }
   }
+
+  private dispatch(triggers: GroupTriggers, event: WatchEvent): Promise<void> {
+    if (!this.opts.isLeader()) return Promise.resolve();
+    return dispatchEvent(triggers, event, this.mapContext, this.opts.enqueue, this.opts.log);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(t);
+        this.wakers.delete(wake);
+        resolve();
+      };
+      const t = setTimeout(wake, ms);
+      this.wakers.add(wake);
+    });
+  }
+}
+
+/**
+ * Runs one event through each trigger. A predicate or mapper that throws is a bug in that trigger:
+ * it is logged and that trigger skips the event, because the caller (ListWatch) retries a failed
+ * event forever and holds the stream meanwhile, so one bad mapper would stall every function
+ * watching the resource. Only an enqueue failure (Redis down), which a retry can fix, propagates.
+ */
+export async function dispatchEvent(
+  triggers: GroupTriggers,
+  event: WatchEvent,
+  ctx: MapContext,
+  enqueue: WatcherOptions['enqueue'],
+  log: Logger,
+): Promise<void> {
+  for (const { fn, trigger } of triggers) {
+    let keys: string[];
+    try {
+      if (!passes(trigger.predicate, event)) continue;
+      keys = trigger.map(event, ctx);
+    } catch (err) {
+      log.error(
+        { function: fn, resource: resourceId(trigger.resource), key: storeKey(event.object), event: event.type, err: err instanceof Error ? (err.stack ?? err.message) : String(err) },
+        "a trigger's predicate or mapper threw; this trigger skips the event",
+      );
+      continue;
+    }
+    for (const key of keys) await enqueue(fn, key, `${trigger.resource.kind}:${event.type}`);
+  }
+}
+
+/**
+ * MapContext.list: the objects of a resource type in a namespace (all namespaces when none), as the
+ * watcher's stores hold them. With a label selector, the group watching with exactly that selector
+ * answers; failing that, a group watching without one, filtered by the selector. Without a selector
+ * only an unselected group answers: a selected group holds a subset, and which one would be picked
+ * must not depend on the order functions are listed in.
+ */
+export function storeLookup(
+  groups: Array<Pick<WatchGroup, 'resource' | 'namespace' | 'labelSelector'> & { source: Pick<WatchSource, 'store'> }>,
+  resource: ResourceRef,
+  namespace?: string,
+  labelSelector?: string,
+): KubeObject[] {
+  const wanted = labelSelector?.trim() ?? '';
+  const candidates = groups.filter((g) => resourceId(g.resource) === resourceId(resource) && (g.namespace === undefined || g.namespace === namespace));
+  const exact = candidates.find((g) => (g.labelSelector?.trim() ?? '') === wanted);
+  if (exact) return exact.source.store.list(namespace);
+  const whole = wanted ? candidates.find((g) => !g.labelSelector?.trim()) : undefined;
+  if (!whole) return [];
+  const requirements = parseLabelSelector(wanted);
+  return whole.source.store.list(namespace).filter((o) => matchesLabels(requirements, o.metadata.labels));
 }

@@ -64,8 +64,10 @@ export const mapServiceToExpectingPods: Mapper = (e, ctx) => {
   const namespace = e.object.metadata.namespace;
   if (namespace === undefined) return [];
   const key = expectationKey({ kind: 'Service', namespace, name: e.object.metadata.name });
+  // The Pods this function watches (its own label-selected watch): another function's Pod watch with
+  // another selector holds other Pods, and which one answered must not depend on the order of functions.
   return ctx
-    .list(Resources.pod, namespace)
+    .list(Resources.pod, namespace, CONTROLLED_PODS_SELECTOR)
     .filter((pod) => {
       const parsed = parseAvailableConditions(pod.metadata.annotations ?? {});
       return parsed.ok && parsed.value?.expectedFinalizers?.[key] !== undefined;

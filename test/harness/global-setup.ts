@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
 import { startControlPlane } from '../../sandbox/control-plane.js';
-import { startRedis } from '../../sandbox/redis.js';
+import { startRedis, type RedisServer } from '../../sandbox/redis.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -26,8 +26,22 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const log = (line: string) => console.error(line);
   const controlPlane = await startControlPlane({ kubeconfig: process.env.RIPPLE_TEST_KUBECONFIG, log });
-  const redis = await startRedis({ log });
-  installCrds(controlPlane.kubeconfig);
+  // Vitest runs no teardown when setup throws: stop here what this setup started (stop() leaves alone
+  // a control plane or Redis that was already running).
+  let redis: RedisServer;
+  try {
+    redis = await startRedis({ log });
+  } catch (err) {
+    await controlPlane.stop();
+    throw err;
+  }
+  try {
+    installCrds(controlPlane.kubeconfig);
+  } catch (err) {
+    await redis.stop();
+    await controlPlane.stop();
+    throw err;
+  }
   project.provide('kubeconfig', controlPlane.kubeconfig);
   project.provide('redisUrl', redis.url);
   const own = !process.env.RIPPLE_TEST_KUBECONFIG;

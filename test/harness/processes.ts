@@ -11,17 +11,24 @@ export async function startProcess(file: string, env: Record<string, string>, ti
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${file} did not become ready within ${timeoutMs} ms`)), timeoutMs);
-    child.once('message', () => {
-      clearTimeout(timer);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${file} did not become ready within ${timeoutMs} ms`)), timeoutMs);
+      child.once('message', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${file} exited with ${code} before it was ready`));
+      });
     });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${file} exited with ${code} before it was ready`));
-    });
-  });
+  } catch (err) {
+    // The caller never gets a child that failed to start, so it cannot stop it: a process left running
+    // here would keep watching, enqueueing or holding a lease into the tests that follow.
+    await stopProcess(child, 'SIGKILL');
+    throw err;
+  }
   return child;
 }
 

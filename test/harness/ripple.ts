@@ -42,7 +42,14 @@ export async function startRipple(
   });
   if (opts.workers !== false) host.startWorkers();
   watcher.start();
-  await watcher.waitForSync(60_000);
+  try {
+    await watcher.waitForSync(60_000);
+  } catch (err) {
+    // The caller gets no handle to stop them: close what started, or its watches and workers run on.
+    await watcher.stop();
+    await host.close();
+    throw err;
+  }
   return {
     host,
     watcher,

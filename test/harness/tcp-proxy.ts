@@ -4,10 +4,13 @@ import { KubeConfig } from '@kubernetes/client-node';
 /**
  * A loopback TCP proxy in front of the API server, so a test can cut every connection a client holds
  * (and refuse new ones for a while) without touching the server: a real network cut, as a client sees it.
+ * Or blackhole it: connections are accepted and never answered, as behind a dead load balancer or a
+ * dropped NAT entry, where a client without its own timeouts waits for ever.
  */
 export class TcpProxy {
   private readonly sockets = new Set<net.Socket>();
   private refusing = false;
+  private silent = false;
   private server?: net.Server;
   port = 0;
 
@@ -17,6 +20,13 @@ export class TcpProxy {
     this.server = net.createServer((client) => {
       if (this.refusing) {
         client.destroy();
+        return;
+      }
+      if (this.silent) {
+        // Held open, nothing forwarded, never closed from this side until stop()/cut().
+        this.sockets.add(client);
+        client.on('close', () => this.sockets.delete(client));
+        client.on('error', () => client.destroy());
         return;
       }
       const upstream = net.connect(this.target.port, this.target.host);
@@ -37,8 +47,18 @@ export class TcpProxy {
     for (const s of this.sockets) s.destroy();
   }
 
+  /**
+   * New connections are accepted and never answered (not even the TLS handshake) until resume().
+   * Open connections are left as they are; connections accepted meanwhile stay silent after resume()
+   * too, as a request lost in a blackhole stays lost: only the client's own timeouts end them.
+   */
+  blackhole(): void {
+    this.silent = true;
+  }
+
   resume(): void {
     this.refusing = false;
+    this.silent = false;
   }
 
   async stop(): Promise<void> {

@@ -1,9 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import { QueueMetrics } from '../../queue/metrics.js';
+import { runScript } from '../../queue/run-script.js';
+import { ENQUEUE } from '../../queue/scripts.js';
 import { KeyedWorker } from '../../queue/worker.js';
-import { WorkQueue } from '../../queue/work-queue.js';
+import { parseSchedule, WorkQueue, type ScheduleResult } from '../../queue/work-queue.js';
 import { upsertResync } from '../../queue/resync.js';
 import { TerminalError } from '../../runtime/errors.js';
 import { createLogger } from '../../runtime/log.js';
@@ -218,5 +222,99 @@ describe('keyed work queue', () => {
     const schedulers = await queue.bull.getJobSchedulers();
     expect(schedulers).toHaveLength(1);
     expect(schedulers[0]?.every).toBe(1000);
+  });
+
+  it('a reconcile that hangs is given up on after reconcileTimeoutMs, counted, and retried with backoff', async () => {
+    const prefix = uniquePrefix('timeout');
+    const queue = makeQueue(prefix);
+    const registry = new Registry();
+    const runs: number[] = [];
+    const worker = new KeyedWorker({
+      queue,
+      connection: conn(),
+      prefix,
+      log,
+      metrics: new QueueMetrics(registry),
+      reconcileTimeoutMs: 300,
+      backoff: { baseMs: 50, maxMs: 1000 },
+      reconcile: async () => {
+        runs.push(Date.now());
+        // The first reconcile hangs for ever, as on a typed-client call to a dead connection.
+        if (runs.length === 1) await new Promise(() => undefined);
+      },
+    });
+    open.push(worker);
+    await queue.add('ns/hang');
+    await waitFor('the retry after the timeout', 10_000, async () => runs.length >= 2);
+    expect(runs[1]! - runs[0]!).toBeGreaterThanOrEqual(300 + 45);
+    await waitFor('the key to settle', 5_000, async () => (await redis.hlen(queue.keys.active)) + (await redis.zcard(queue.keys.due)) === 0);
+    expect(await redis.hget(queue.keys.failures, 'ns/hang')).toBeNull();
+    const timeouts = await registry.getSingleMetric('controller_runtime_reconcile_timeouts_total')?.get();
+    expect(timeouts?.values).toEqual([expect.objectContaining({ labels: { controller: 'fn' }, value: 1 })]);
+    expect(runs).toHaveLength(2);
+  });
+
+  it('the follow-up of a release survives failing adds: apply is retried', async () => {
+    const prefix = uniquePrefix('apply');
+    const queue = makeQueue(prefix);
+    const apply = queue.apply.bind(queue);
+    let failures = 0;
+    // BullMQ's add failing right after RELEASE succeeded (a dropped connection): twice, then it works.
+    queue.apply = async (key: string, result: ScheduleResult, reason: string) => {
+      if (reason === 'requeue' && failures < 2) {
+        failures++;
+        throw new Error('Connection is closed.');
+      }
+      return apply(key, result, reason);
+    };
+    const runs: number[] = [];
+    const worker = new KeyedWorker({
+      queue,
+      connection: conn(),
+      prefix,
+      log,
+      applyRetry: { attempts: 4, baseMs: 20, maxMs: 100 },
+      reconcile: async () => {
+        runs.push(Date.now());
+        return runs.length === 1 ? { requeueAfterMs: 50 } : undefined;
+      },
+    });
+    open.push(worker);
+    await queue.add('ns/a');
+    await waitFor('the requeued reconcile', 5_000, async () => runs.length === 2);
+    expect(failures).toBe(2);
+    await sleep(300);
+    expect(runs).toHaveLength(2);
+  });
+
+  it('an enqueue racing another between its script and its add coalesces into the one job', async () => {
+    const prefix = uniquePrefix('grace');
+    const queue = makeQueue(prefix);
+    const k = queue.keys;
+    const keys = [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince];
+    // The first enqueue has run its script (the pending id is recorded) but not yet its bull.add.
+    const first = parseSchedule(await runScript(conn(), ENQUEUE, keys, ['ns/r', '0', k.jobKeyPrefix]));
+    expect(first.action).toBe('add');
+    // A concurrent enqueue: not a second id, but the same one, which it adds itself.
+    const second = await queue.add('ns/r');
+    expect(second).toMatchObject({ action: 'add', jobId: first.jobId, readd: true });
+    await queue.apply('ns/r', first, 'event'); // the first add lands late: BullMQ ignores the known id
+    expect((await queue.add('ns/r')).action).toBe('coalesced');
+    expect(await queue.bull.getWaitingCount()).toBe(1);
+
+    // A recorded id whose job never came (its enqueuer died) stops counting after the grace period.
+    const orphan = parseSchedule(await runScript(conn(), ENQUEUE, keys, ['ns/o', '0', k.jobKeyPrefix]));
+    await redis.hset(k.pendingSince, 'ns/o', '0');
+    const fresh = await queue.add('ns/o');
+    expect(fresh.action).toBe('add');
+    expect(fresh.jobId).not.toBe(orphan.jobId);
+    expect(fresh.readd).toBeUndefined();
+
+    let runs = 0;
+    const worker = new KeyedWorker({ queue, connection: conn(), prefix, log, reconcile: async () => void runs++ });
+    open.push(worker);
+    await waitFor('both keys reconciled', 5_000, async () => runs === 2);
+    await sleep(300);
+    expect(runs).toBe(2);
   });
 });

@@ -7,6 +7,7 @@ import { objectPath, Resources } from '../../kube/resources.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { createLogger } from '../../runtime/log.js';
 import type { WatchEvent } from '../../watcher/events.js';
+import { LeaderElector } from '../../watcher/leader.js';
 import { ListWatch } from '../../watcher/list-watch.js';
 import { mapToSelf } from '../../watcher/mappers.js';
 import { onlyEvents } from '../../watcher/predicates.js';
@@ -168,6 +169,93 @@ describe('watcher', () => {
       expect(hit.reason).toBe('resync');
     } finally {
       await ripple.stop();
+    }
+  });
+
+  it('a watch stuck before response headers (a blackholed connection) is given up on, and recovers once the network does', async () => {
+    const proxy = TcpProxy.forServer(sb.kc);
+    await proxy.start();
+    const seen: string[] = [];
+    const lw = new ListWatch({
+      kc: proxy.kubeConfig(sb.kc),
+      resource: Resources.configMap,
+      namespace: sb.namespace,
+      labelSelector: 'ripple.dev/test=blackhole',
+      log,
+      // The server ends each watch after 2 s, so the next one soon dials into the blackhole; silence is
+      // judged after 2 + 2 s.
+      watchTimeoutSeconds: () => 2,
+      backoff: { initialMs: 200, maxMs: 1000, resetAfterMs: 60_000 },
+      onEvent: async (e) => void seen.push(summary(e)),
+    });
+    const cm = (name: string) => ({ metadata: { name, labels: { 'ripple.dev/test': 'blackhole' } } });
+    try {
+      await lw.waitForSync(15_000);
+      await sb.core.createNamespacedConfigMap({ namespace: sb.namespace, body: cm('before') });
+      await waitFor('the create before the blackhole', 15_000, async () => seen.includes('create:before'));
+
+      proxy.blackhole();
+      // Only the idle timer can notice: client-node hands over no controller before headers arrive.
+      await waitFor('the watch to give up on the silent connection', 20_000, async () => !lw.health().up);
+      expect(lw.health().lastError).toMatch(/no data on the watch/);
+      await sb.core.createNamespacedConfigMap({ namespace: sb.namespace, body: cm('during') });
+
+      proxy.resume(); // the connections already swallowed stay silent; only new ones get through
+      await waitFor('the change made during the blackhole to arrive', 30_000, async () => seen.includes('create:during'));
+      await waitFor('the watch to be up again', 15_000, async () => lw.health().up);
+      expect(lw.health().relists).toBe(1);
+    } finally {
+      await lw.stop();
+      await proxy.stop();
+    }
+  });
+
+  it('leader election: a leader whose lease requests hang steps down by its renew deadline', async () => {
+    const proxy = TcpProxy.forServer(sb.kc);
+    await proxy.start();
+    const timeline: string[] = [];
+    const elector = new LeaderElector({
+      kc: proxy.kubeConfig(sb.kc),
+      namespace: sb.namespace,
+      name: 'hang-lease',
+      identity: 'hanging',
+      leaseDurationMs: 3_000,
+      renewDeadlineMs: 2_000,
+      retryPeriodMs: 300,
+      log,
+      onStartedLeading: () => void timeline.push('started'),
+      onStoppedLeading: () => void timeline.push('stopped'),
+    });
+    try {
+      elector.start();
+      await waitFor('it to lead', 15_000, async () => elector.isLeader());
+      proxy.blackhole();
+      const since = Date.now();
+      await waitFor('it to step down', 5_000, async () => !elector.isLeader(), 25);
+      // Its last renewal was sent before the blackhole, so the deadline is at most 2 s away.
+      expect(Date.now() - since).toBeLessThan(2_500);
+      expect(timeline).toEqual(['started', 'stopped']);
+    } finally {
+      proxy.resume();
+      await elector.stop();
+      await proxy.stop();
+    }
+  });
+
+  it('leader election: stop() during an attempt neither starts leading nor leaves the lease held', async () => {
+    // Stop at several moments of the first attempt, so some stops land while its write is in flight.
+    for (const delayMs of [0, 2, 5, 10, 20, 40, 80]) {
+      const name = `race-${delayMs}`;
+      let stopping = false;
+      let startedAfterStop = 0;
+      const elector = new LeaderElector({ kc: sb.kc, namespace: sb.namespace, name, identity: 'racer', log, onStartedLeading: () => void (stopping && startedAfterStop++) });
+      elector.start();
+      await new Promise((r) => setTimeout(r, delayMs));
+      stopping = true;
+      await elector.stop();
+      await new Promise((r) => setTimeout(r, 300)); // room for a late acquisition to show, if there were one
+      const lease = (await kubeRequest(sb.kc, objectPath(Resources.lease, sb.namespace, name)).catch(() => undefined)) as { spec?: { holderIdentity?: string | null } } | undefined;
+      expect({ delayMs, startedAfterStop, holder: lease?.spec?.holderIdentity ?? null }).toEqual({ delayMs, startedAfterStop: 0, holder: null });
     }
   });
 });

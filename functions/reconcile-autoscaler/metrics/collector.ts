@@ -5,6 +5,7 @@
  * disappears from every process at its next scrape.
  */
 import { Gauge, type Registry } from 'prom-client';
+import { readForScrape } from '../../../queue/scrape.js';
 import type { MetricsDeps } from '../../../runtime/function.js';
 import { autoscalerNames } from '../config/names.js';
 import { readAllSeries } from '../state.js';
@@ -21,7 +22,10 @@ export function registerAutoscalerMetrics(registry: Registry, deps: MetricsDeps)
       registers: [registry],
       async collect() {
         this.reset();
-        for (const { record } of await readAllSeries(deps.redis, deps.prefix)) {
+        // Bounded: with Redis down the read would wait for ever and hang /metrics. No series then,
+        // rather than stale ones: an HPA must not act on a decision it cannot confirm.
+        const series = await readForScrape(() => readAllSeries(deps.redis, deps.prefix));
+        for (const { record } of series ?? []) {
           const key = { variantName: record.variantName, namespace: record.namespace, accelerator: record.accelerator, ...(instance !== undefined ? { controllerInstance: instance } : {}) };
           for (const s of replicaSeries(key, record.current, record.desired)) if (s.name === name) this.set(s.labels, s.value);
         }

@@ -1,0 +1,224 @@
+import { Writable } from 'node:stream';
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { definition as opsLifecycle } from '../functions/ops-lifecycle/definition.js';
+import { AVAILABLE_CONDITIONS_ANNOTATION, CONTROL_LABEL } from '../functions/ops-lifecycle/protocol/index.js';
+import { CONTROLLED_PODS_SELECTOR } from '../functions/ops-lifecycle/triggers.js';
+import type { KubeObject } from '../kube/object.js';
+import { Resources } from '../kube/resources.js';
+import type { FunctionDefinition, Trigger } from '../runtime/function.js';
+import type { WatchEvent } from './events.js';
+import type { ListWatchOptions } from './list-watch.js';
+import { mapToSelf } from './mappers.js';
+import { ObjectStore } from './store.js';
+import { Watcher, type WatcherOptions, type WatchSource } from './watcher.js';
+
+// The watcher's composition without a cluster: each list+watch is a plain store the test fills, and
+// events are handed to the watcher the way ListWatch hands them (awaiting onEvent).
+
+interface FakeSource extends WatchSource {
+  opts: ListWatchOptions;
+  /** Puts an object in the store and delivers its create, as a watch would. */
+  add(obj: KubeObject): Promise<void>;
+  deliver(event: WatchEvent): Promise<void>;
+}
+
+function capturingLog() {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { log: pino({ level: 'debug' }, stream), lines };
+}
+
+function harness(functions: FunctionDefinition[], over: Partial<WatcherOptions> = {}) {
+  const sources: FakeSource[] = [];
+  const enqueued: string[] = [];
+  const { log, lines } = capturingLog();
+  const watcher = new Watcher({
+    kc: new KubeConfig(),
+    functions,
+    enqueue: async (fn, key) => void enqueued.push(`${fn}:${key}`),
+    isLeader: () => true,
+    log,
+    replayBackoff: { initialMs: 1, maxMs: 5, resetAfterMs: 60_000 },
+    source: (opts) => {
+      const store = new ObjectStore();
+      const source: FakeSource = {
+        opts,
+        store,
+        health: () => ({ resource: opts.resource.plural, up: true, synced: true, relists: 1 }),
+        waitForSync: async () => undefined,
+        stop: async () => undefined,
+        add: async (obj) => {
+          const event = store.apply('ADDED', obj);
+          if (event) await opts.onEvent(event);
+        },
+        deliver: (event) => opts.onEvent(event),
+      };
+      sources.push(source);
+      return source;
+    },
+    ...over,
+  });
+  watcher.start();
+  const source = (plural: string, labelSelector?: string) => {
+    const s = sources.find((x) => x.opts.resource.plural === plural && x.opts.labelSelector === labelSelector);
+    if (!s) throw new Error(`no watch of ${plural} with selector ${labelSelector}`);
+    return s;
+  };
+  return { watcher, source, enqueued, lines };
+}
+
+const cm = (name: string, labels?: Record<string, string>): KubeObject => ({
+  metadata: { name, namespace: 'ns', resourceVersion: '1', uid: `uid-${name}`, labels },
+});
+const fn = (name: string, trigger: Partial<Trigger>): FunctionDefinition => ({
+  name,
+  triggers: [{ resource: Resources.configMap, map: mapToSelf, ...trigger }],
+  reconcile: async () => undefined,
+});
+
+describe('Watcher dispatch', () => {
+  it('a throwing predicate or mapper is logged with function, resource and key, and does not stop the others', async () => {
+    const { source, enqueued, lines } = harness([
+      fn('bad-predicate', {
+        predicate: {
+          create: () => {
+            throw new Error('predicate bug');
+          },
+        },
+      }),
+      fn('bad-mapper', {
+        map: () => {
+          throw new Error('mapper bug');
+        },
+      }),
+      fn('good', {}),
+    ]);
+    // Resolves: ListWatch would otherwise retry this event for ever and hold the stream.
+    await expect(source('configmaps').add(cm('a'))).resolves.toBeUndefined();
+    expect(enqueued).toEqual(['good:ns/a']);
+    const errors = lines.filter((l) => l.level === 50);
+    expect(errors.map((l) => [l.function, l.resource, l.key, l.event])).toEqual([
+      ['bad-predicate', 'configmaps/v1', 'ns/a', 'create'],
+      ['bad-mapper', 'configmaps/v1', 'ns/a', 'create'],
+    ]);
+    expect(String(errors[0]?.err)).toContain('predicate bug');
+  });
+
+  it('an enqueue failure still propagates, so ListWatch retries the event', async () => {
+    const { source } = harness([fn('good', {})], {
+      enqueue: async () => {
+        throw new Error('redis down');
+      },
+    });
+    await expect(source('configmaps').add(cm('a'))).rejects.toThrow('redis down');
+  });
+});
+
+describe('Watcher.replayAll', () => {
+  it('retries an object whose enqueue fails until it goes through, and replays every object', async () => {
+    let failures = 0;
+    const enqueued: string[] = [];
+    let leader = false;
+    const { watcher, source } = harness([fn('f', {})], {
+      isLeader: () => leader,
+      enqueue: async (f, key) => {
+        if (key === 'ns/b' && failures < 3) {
+          failures++;
+          throw new Error('redis down');
+        }
+        enqueued.push(`${f}:${key}`);
+      },
+    });
+    for (const name of ['a', 'b', 'c']) await source('configmaps').add(cm(name)); // followers only fill stores
+    expect(enqueued).toEqual([]);
+    leader = true;
+    await expect(watcher.replayAll()).resolves.toBe(3);
+    expect(failures).toBe(3);
+    expect(enqueued.sort()).toEqual(['f:ns/a', 'f:ns/b', 'f:ns/c']);
+  });
+
+  it('never rejects: it ends when leadership is lost, or when the watcher stops, while enqueue keeps failing', async () => {
+    let leader = true;
+    const { watcher, source } = harness([fn('f', {})], {
+      isLeader: () => leader,
+      enqueue: async () => {
+        throw new Error('redis down');
+      },
+    });
+    leader = false;
+    await source('configmaps').add(cm('a'));
+    leader = true;
+    const lost = watcher.replayAll();
+    setTimeout(() => (leader = false), 30);
+    await expect(lost).resolves.toBe(0);
+
+    leader = true;
+    const stopped = watcher.replayAll();
+    setTimeout(() => void watcher.stop(), 30);
+    await expect(stopped).resolves.toBe(0);
+  });
+});
+
+describe('MapContext.list', () => {
+  const pod = (name: string, labels: Record<string, string>, annotations?: Record<string, string>): KubeObject => ({
+    metadata: { name, namespace: 'ns', resourceVersion: '1', uid: `uid-${name}`, labels, annotations },
+  });
+  const podWatcher = (selector: string | undefined): FunctionDefinition => ({
+    name: `pods-${selector ?? 'all'}`,
+    triggers: [{ resource: Resources.pod, labelSelector: selector, predicate: { create: () => false }, map: mapToSelf }],
+    reconcile: async () => undefined,
+  });
+
+  it("ops-lifecycle's Service mapper sees its own controlled Pods, whatever other Pod watches are listed before it", async () => {
+    // Another function's Pod watch with another selector comes first: the store lookup must not answer from it.
+    const { source, enqueued } = harness([podWatcher('modelserving.volcano.sh/name'), opsLifecycle({})]);
+    const expecting = pod('a', { [CONTROL_LABEL]: 'true' }, { [AVAILABLE_CONDITIONS_ANNOTATION]: JSON.stringify({ expectedFinalizers: { 'Service/ns/web': 'prot.podopslifecycle.kusionstack.io/x' } }) });
+    await source('pods', 'modelserving.volcano.sh/name').add(pod('ms-0', { 'modelserving.volcano.sh/name': 'm' }));
+    await source('pods', CONTROLLED_PODS_SELECTOR).add(expecting);
+    enqueued.length = 0;
+    const svc: KubeObject = { metadata: { name: 'web', namespace: 'ns', resourceVersion: '2', uid: 'svc' } };
+    await source('services').deliver({ type: 'delete', object: svc, synthetic: false });
+    expect(enqueued).toEqual(['ops-lifecycle:ns/a']);
+  });
+
+  it('answers from the group with exactly the selector, else an unselected group filtered by it, else nothing', async () => {
+    let lookups: Record<string, string[]> = {};
+    const probe: FunctionDefinition = {
+      name: 'probe',
+      triggers: [
+        {
+          resource: Resources.configMap,
+          map: (_e, ctx) => {
+            const names = (objs: KubeObject[]) => objs.map((o) => o.metadata.name).sort();
+            lookups = {
+              exact: names(ctx.list(Resources.pod, 'ns', 'app=x')),
+              filtered: names(ctx.list(Resources.pod, 'ns', 'tier in (web)')),
+              all: names(ctx.list(Resources.pod, 'ns')),
+              otherNamespace: names(ctx.list(Resources.pod, 'other')),
+            };
+            return [];
+          },
+        },
+      ],
+      reconcile: async () => undefined,
+    };
+    const { source } = harness([podWatcher('app=x'), podWatcher(undefined), probe]);
+    await source('pods', 'app=x').add(pod('x1', { app: 'x' }));
+    for (const [name, labels] of [['x1', { app: 'x' }], ['w1', { tier: 'web' }], ['d1', { tier: 'db' }]] as const) await source('pods', undefined).add(pod(name, labels));
+    await source('configmaps').add(cm('trigger'));
+    expect(lookups).toEqual({ exact: ['x1'], filtered: ['w1'], all: ['d1', 'w1', 'x1'], otherNamespace: [] });
+
+    // Without an unselected watch, a query for everything or for another selector finds no store to answer.
+    const only = harness([podWatcher('app=x'), probe]);
+    await only.source('pods', 'app=x').add(pod('x1', { app: 'x' }));
+    await only.source('configmaps').add(cm('trigger'));
+    expect(lookups).toEqual({ exact: ['x1'], filtered: [], all: [], otherNamespace: [] });
+  });
+});
