@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { redactUrl } from '../runtime/redact.js';
 import type { WatchHealth } from '../watcher/list-watch.js';
 
 /** What a process has that health depends on; each part is optional (a worker has no watcher). */
@@ -27,7 +28,8 @@ async function redisProblem(redis: Pick<Redis, 'ping'>, timeoutMs: number): Prom
     await Promise.race([redis.ping(), timeout]);
     return undefined;
   } catch (err) {
-    return `redis: ${err instanceof Error ? err.message : String(err)}`;
+    // /readyz answers anyone: an error naming the Redis URL must not show its password.
+    return redactUrl(`redis: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     clearTimeout(timer);
   }
@@ -37,8 +39,8 @@ function watchProblems(health: WatchHealth[], boundMs: number, now: number, requ
   const out: string[] = [];
   for (const h of health) {
     const downFor = h.downSince === undefined ? 0 : now - h.downSince;
-    if (requireSync && !h.synced) out.push(`watch ${h.resource}: not synced yet${h.lastError ? ` (${h.lastError})` : ''}`);
-    else if (downFor >= boundMs) out.push(`watch ${h.resource}: down for ${Math.round(downFor / 1000)} s (${h.lastError ?? 'no error recorded'})`);
+    if (requireSync && !h.synced) out.push(redactUrl(`watch ${h.resource}: not synced yet${h.lastError ? ` (${h.lastError})` : ''}`));
+    else if (downFor >= boundMs) out.push(redactUrl(`watch ${h.resource}: down for ${Math.round(downFor / 1000)} s (${h.lastError ?? 'no error recorded'})`));
   }
   return out;
 }

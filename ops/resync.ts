@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { ScheduleResult } from '../queue/work-queue.js';
 import type { FunctionHost } from '../runtime/host.js';
 import type { Logger } from '../runtime/log.js';
+import { redactUrl } from '../runtime/redact.js';
 
 /** What the resync routes need of the host. */
 export type ResyncHost = Pick<FunctionHost, 'functions' | 'resync' | 'queue'>;
@@ -46,8 +47,9 @@ async function resyncFunction(host: ResyncHost, fn: string): Promise<FunctionRes
   return { function: fn, enqueued, keys, truncated: enqueued > keys.length };
 }
 
+// Behind the token, and what an operator needs to act on; URLs in it still lose their credentials.
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return redactUrl(err instanceof Error ? err.message : String(err));
 }
 
 /**

@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import type { WorkQueue } from '../queue/work-queue.js';
-import type { Logger } from '../runtime/log.js';
+import { createLogger, type Logger } from '../runtime/log.js';
+import { redactUrl } from '../runtime/redact.js';
 import { requireToken } from './auth.js';
 import { ADMIN_DASHBOARD_PATH, DASHBOARD_PATH, mountDashboards } from './dashboard.js';
 import { jobCounts, registerJobCounts } from './queue-counts.js';
@@ -33,6 +36,8 @@ export interface OpsAppOptions {
    * the job counts are exported once and the writable routes exist in one place.
    */
   control?: OpsControl;
+  /** Where failed requests are logged; default the control's logger, else a logger of its own. */
+  log?: Logger;
 }
 
 const rolesQuery = z.object({
@@ -42,9 +47,14 @@ const rolesQuery = z.object({
 
 export function opsApp(opts: OpsAppOptions): Hono {
   const app = new Hono();
+  const log = opts.log ?? opts.control?.log ?? createLogger('ripple-ops');
+  // Most of these routes answer without authentication: a 500 names the request id under which the
+  // cause was logged, never the cause (an error's text can carry a URL, a key, a credential).
   app.onError((err, c) => {
-    opts.control?.log.error({ err: err.message, path: c.req.path }, 'ops route failed');
-    return c.json({ error: err.message }, 500);
+    if (err instanceof HTTPException) return err.getResponse();
+    const requestId = randomUUID();
+    log.error({ err: redactUrl(err.message), path: c.req.path, requestId }, 'ops route failed');
+    return c.json({ error: `internal error; the ops server logged the cause with requestId ${requestId}`, requestId }, 500);
   });
 
   app.get('/healthz', async (c) => {

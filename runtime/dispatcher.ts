@@ -2,6 +2,10 @@ import { z } from 'zod';
 import type { KeyedWorkerOptions } from '../queue/worker.js';
 import { ConnectivityError, TerminalError } from './errors.js';
 import { CLOUDEVENT_TYPE, reconcileResponseSchema } from './http-function.js';
+import { redactUrl } from './redact.js';
+
+// The CLI imports it from here; the one implementation is runtime/redact.ts.
+export { redactUrl };
 
 /**
  * The dispatcher: a KeyedWorker whose reconcile is an HTTP call to the function's URL (Knative,
@@ -34,11 +38,6 @@ export function parseDispatchTargets(flags: readonly string[]): DispatchTarget[]
     out.push(parsed.data);
   }
   return out;
-}
-
-/** A URL as it may appear in logs and errors: without user:password. */
-export function redactUrl(text: string): string {
-  return text.replace(/\/\/[^/@\s]*@/, '//[redacted]@');
 }
 
 export interface HttpReconcileOptions {
@@ -94,8 +93,9 @@ export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['r
       });
     } catch (err) {
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+      // The cause's text may quote the URL it tried, credentials included.
       throw new ConnectivityError(
-        timedOut ? `POST ${shownUrl}: no answer within ${opts.timeoutMs} ms` : `POST ${shownUrl}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}`,
+        timedOut ? `POST ${shownUrl}: no answer within ${opts.timeoutMs} ms` : `POST ${shownUrl}: ${redactUrl(err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err))}`,
       );
     }
     const body = await readBody(res);

@@ -2,15 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
 import type { Redis } from 'ioredis';
 import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
-import { secretMatches, presentedSecret } from '../ops/auth.js';
 import type { QueueMetrics } from '../queue/metrics.js';
 import type { ReconcileInfo, ReconcileOutcome } from '../queue/worker.js';
 import { isTerminal } from './errors.js';
 import type { FunctionDefinition } from './function.js';
 import type { Logger } from './log.js';
+import { redactUrl } from './redact.js';
+import { presentedSecret, secretMatches } from './secrets.js';
 
 /*
  * One function as an HTTP service (Knative Serving, OpenFaaS, or any platform that POSTs).
@@ -24,13 +26,19 @@ import type { Logger } from './log.js';
  * Answer (plain JSON, never a CloudEvent, so Knative Eventing does not turn answers into reply events):
  *   200 {status:"success", requeueAfterMs?}   reconciled; reconcile again after requeueAfterMs if present
  *   400 {status:"invalid", error}              the request cannot be understood (not retried by Knative)
- *   401 {status:"unauthorized"}                RIPPLE_FUNCTION_TOKEN is set and the request lacks it
+ *   401 {status:"unauthorized"}                the request lacks RIPPLE_FUNCTION_TOKEN
  *   415 {status:"invalid"}                     batched CloudEvents
  *   422 {status:"terminal", error, reason}     TerminalError: the object's spec can never work; not retried
  *   429 {status:"busy"}                        this key is being reconciled right now (or max in-flight): retry later
- *   500 {status:"error", error}                transient failure: retry with backoff
+ *   500 {status:"error", error, requestId}     transient failure: retry with backoff. The body says only that it
+ *                                              failed and under which request id the function logged why: an
+ *                                              error's text may carry what a caller must not see
  *   503 {status:"draining"}                    shutting down
  * Knative's delivery retries 429 and 5xx and not 400/422, which is exactly transient vs terminal.
+ *
+ * A function refuses to start without RIPPLE_FUNCTION_TOKEN: it reconciles with the function's
+ * ServiceAccount, so an open endpoint lets anyone who reaches it drive the controller. Only
+ * RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true, for a mesh that authenticates callers itself, waives it.
  */
 
 export const CLOUDEVENT_TYPE = 'dev.ripple.reconcile';
@@ -170,7 +178,7 @@ export function parseReconcileRequest(headers: Record<string, string | undefined
 export const reconcileResponseSchema = z.discriminatedUnion('status', [
   z.object({ status: z.literal('success'), key: z.string(), reconcileId: z.string(), requeueAfterMs: z.number().int().min(0).optional(), durationMs: z.number() }),
   z.object({ status: z.literal('terminal'), key: z.string(), reconcileId: z.string(), error: z.string(), reason: z.string() }),
-  z.object({ status: z.literal('error'), key: z.string(), reconcileId: z.string(), error: z.string() }),
+  z.object({ status: z.literal('error'), key: z.string().optional(), reconcileId: z.string().optional(), requestId: z.string().optional(), error: z.string() }),
   z.object({ status: z.literal('busy'), key: z.string().optional(), error: z.string() }),
   z.object({ status: z.literal('invalid'), error: z.string() }),
   z.object({ status: z.literal('unauthorized'), error: z.string() }),
@@ -189,8 +197,13 @@ export interface HttpFunctionOptions {
   redis: Redis;
   prefix: string;
   log: Logger;
-  /** RIPPLE_FUNCTION_TOKEN: when set, requests must carry it as a Bearer token. */
+  /** RIPPLE_FUNCTION_TOKEN: requests must carry it as a Bearer token. */
   token?: string;
+  /**
+   * RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: serve without a token (a mesh authenticates callers).
+   * Default: read from the environment, so every way of starting a function honours it.
+   */
+  allowUnauthenticated?: boolean;
   /** Concurrent reconciles before answering 429 (of-watchdog's max_inflight); 0 or unset: no limit. */
   maxInflight?: number;
   /** How long a crashed replica's key lease outlives it; renewed at a third of this while running. */
@@ -208,6 +221,17 @@ export interface HttpFunction {
   drain(): Promise<void>;
 }
 
+const allowUnauthenticatedSchema = z.object({
+  RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: z.enum(['true', 'false'], { error: 'RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED must be "true" or "false"' }).optional(),
+});
+
+/** RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED, parsed: only the literal `true` opts out of the token. */
+export function allowUnauthenticatedFromEnv(env: Readonly<Record<string, string | undefined>>): boolean {
+  const parsed = allowUnauthenticatedSchema.safeParse({ RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: env['RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED'] || undefined });
+  if (!parsed.success) throw new Error(`invalid environment: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+  return parsed.data.RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED === 'true';
+}
+
 /**
  * The HTTP transport of one function. The handler runs through `run`, i.e. with exactly the context a
  * queue worker gives it. Each key is leased in Redis while it runs: the dispatcher already holds the
@@ -217,6 +241,14 @@ export interface HttpFunction {
  */
 export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
   const fn = opts.def.name;
+  const allowUnauthenticated = opts.allowUnauthenticated ?? allowUnauthenticatedFromEnv(process.env);
+  if (!opts.token && !allowUnauthenticated) {
+    throw new Error(
+      `refusing to serve ${fn} without RIPPLE_FUNCTION_TOKEN (or RIPPLE_FUNCTION_TOKEN_FILE): set the token the dispatcher sends, ` +
+        'or RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true only where a service mesh authenticates every caller',
+    );
+  }
+  if (!opts.token) opts.log.warn({ function: fn }, 'serving without a token (RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true): callers must be authenticated by the mesh');
   const leaseMs = opts.leaseMs ?? 30_000;
   const max = opts.maxInflight ?? 0;
   let inflight = 0;
@@ -237,6 +269,13 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
     requests?.inc({ function: fn, status: body.status });
     return c.json(body, code);
   };
+  // Anything that escapes a route (Redis failing while the lease is taken): the same generic 500.
+  app.onError((err, c) => {
+    if (err instanceof HTTPException) return err.getResponse();
+    const requestId = randomUUID();
+    opts.log.error({ function: fn, requestId, err: redactUrl(err.message) }, 'request failed; answering 500');
+    return answer(c, 500, { status: 'error', requestId, error: internalError(requestId) });
+  });
 
   // of-watchdog's paths, so OpenFaaS probes the function as it probes its own templates.
   app.get('/_/health', (c) => c.text('OK'));
@@ -277,7 +316,7 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
   );
 
   async function handle(c: Context): Promise<Response> {
-    if (opts.token) {
+    if (opts.token !== undefined && opts.token !== '') {
       const presented = presentedSecret(c.req.header('authorization'));
       if (presented === undefined || !secretMatches(presented, opts.token)) {
         c.header('WWW-Authenticate', 'Bearer realm="ripple-function"');
@@ -311,16 +350,18 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
       log.debug({ mode, requeueAfterMs, ms: durationMs }, 'reconciled');
       return answer(c, 200, { status: 'success', key, reconcileId, requeueAfterMs, durationMs });
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = redactUrl(err instanceof Error ? err.message : String(err));
       opts.metrics?.reconcileTotal.inc({ controller: fn, result: 'error' });
       opts.metrics?.reconcileErrors.inc({ controller: fn });
       if (isTerminal(err)) {
         opts.metrics?.terminalErrors.inc({ controller: fn });
         log.warn({ err: message }, 'reconcile failed terminally; answering 422');
+        // A terminal error says what is wrong with the spec: the caller is told, to report it.
         return answer(c, 422, { status: 'terminal', key, reconcileId, error: message, reason: err.reason });
       }
-      log.warn({ err: message }, 'reconcile failed; answering 500 so the caller retries');
-      return answer(c, 500, { status: 'error', key, reconcileId, error: message });
+      const requestId = randomUUID();
+      log.warn({ err: message, requestId }, 'reconcile failed; answering 500 so the caller retries');
+      return answer(c, 500, { status: 'error', key, reconcileId, requestId, error: internalError(requestId) });
     } finally {
       clearInterval(renew);
       await opts.redis.eval(RELEASE, 1, leaseKey, reconcileId).catch((err: unknown) => log.warn({ err: String(err) }, 'could not release the key lease; it expires by itself'));
@@ -338,6 +379,11 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
   };
 }
 
+/** The 500 body's message: where to look, not what happened. */
+function internalError(requestId: string): string {
+  return `reconcile failed; the function logged the cause with requestId ${requestId}`;
+}
+
 export interface ServedFunction {
   server: ServerType;
   port: number;
@@ -346,7 +392,7 @@ export interface ServedFunction {
   close(): Promise<void>;
 }
 
-export function serveFunction(opts: HttpFunctionOptions & { port: number; hostname: string }): Promise<ServedFunction> {
+export async function serveFunction(opts: HttpFunctionOptions & { port: number; hostname: string }): Promise<ServedFunction> {
   const http = httpFunction(opts);
   return new Promise((resolve) => {
     const server = serve({ fetch: http.app.fetch, port: opts.port, hostname: opts.hostname }, (info) =>

@@ -1,53 +1,14 @@
-import { KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
-import { Resources } from '../kube/resources.js';
-import type { EventSink } from '../runtime/events.js';
+import { describe, expect, it, vi } from 'vitest';
 import { findCondition } from './conditions.js';
 import type { ChildHealth } from './engine.js';
-import { type StatusOwner, type WriteStatusArgs, readEngineStatus, writeStatus } from './write.js';
+import { StatusFixture } from './test-fixtures.js';
+import { PENDING_EVENTS_RETRY_MS, readEngineStatus } from './write.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
-type Emitted = Parameters<EventSink['emit']>[0];
 
-/**
- * An object whose status the helper reads and writes, kept in memory so a sequence of reconciles
- * can be driven: each `reconcile` reads the object as stored, the patch stores what was sent.
- * The real status subresource is exercised by test/integration/status-*.test.ts.
- */
-class Fixture {
-  object: StatusOwner = { metadata: { name: 'llama', namespace: 'llm', uid: 'u1', generation: 1, resourceVersion: '1' } };
-  patches: Array<{ status: Record<string, unknown>; resourceVersion: string | undefined }> = [];
-  emitted: Emitted[] = [];
-  failPatch = false;
-  failEmit = false;
-  nowMs = T0;
-
-  async reconcile(input: WriteStatusArgs['input'], fields?: Record<string, unknown>) {
-    const ctx = {
-      kc: new KubeConfig(),
-      log: pino({ level: 'silent' }),
-      now: () => new Date(this.nowMs),
-      events: {
-        emit: async (request: Emitted) => {
-          if (this.failEmit) throw new Error('redis is down');
-          this.emitted.push(request);
-        },
-      },
-    };
-    return writeStatus(ctx, {
-      resource: Resources.modelServing,
-      object: structuredClone(this.object),
-      input,
-      fields,
-      source: 'modelserving-controller',
-      patch: async (status, resourceVersion) => {
-        if (this.failPatch) throw new Error('409 Conflict');
-        this.patches.push({ status, resourceVersion });
-        const rv = String(Number(this.object.metadata.resourceVersion) + 1);
-        this.object = { ...this.object, metadata: { ...this.object.metadata, resourceVersion: rv }, status: structuredClone(status) };
-      },
-    });
+class Fixture extends StatusFixture {
+  constructor() {
+    super({ nowMs: T0 });
   }
 }
 
@@ -120,13 +81,84 @@ describe('writeStatus', () => {
     expect(f.emitted).toEqual([]);
   });
 
-  it('keeps the written status when an event cannot be queued', async () => {
+  it('keeps the written status when an event cannot be queued, and sends it with the next reconcile', async () => {
     const f = new Fixture();
     await f.reconcile({ children: ready });
     f.failEmit = true;
-    const result = await f.reconcile({ children: ready, errors: [{ class: 'Auth', message: 'secret hf-token: 401' }] });
+    const auth = { children: ready, errors: [{ class: 'Auth' as const, message: 'secret hf-token: 401' }] };
+    const result = await f.reconcile(auth);
     expect(result.written).toBe(true);
     expect(result.status.phase).toBe('Degraded');
+    expect(result.eventsPending).toBe(2);
+    // Not left to the resync tick: the reconcile comes back soon to send them.
+    expect(result.requeueAfterMs).toBe(PENDING_EVENTS_RETRY_MS);
+    expect(f.outbox.entries.size).toBe(2);
+
+    f.failEmit = false;
+    f.nowMs += 5_000;
+    const next = await f.reconcile(auth);
+    expect(next.written).toBe(false);
+    expect(next.eventsPending).toBe(0);
+    expect(f.emitted.map((e) => [e.type, e.reason, e.message])).toEqual([
+      ['Warning', 'AuthFailed', 'Ready is now False: secret hf-token: 401'],
+      ['Warning', 'AuthFailed', 'AuthValid is now False: secret hf-token: 401'],
+    ]);
+    expect(f.outbox.entries.size).toBe(0);
+    // Sent once: a further reconcile has nothing left to send.
+    await f.reconcile(auth);
+    expect(f.emitted).toHaveLength(2);
+  });
+
+  it('a reconcile that died between the write and the Events: the next one sends them', async () => {
+    const f = new Fixture();
+    await f.reconcile({ children: ready });
+    // The write lands, then the process is gone before any Event is queued: emit never returns.
+    f.hangEmit = true;
+    const spec = { children: ready, errors: [{ class: 'Spec' as const, message: 'spec.replicas: must be >= 0' }] };
+    void f.reconcile(spec);
+    await vi.waitFor(() => expect(f.patches).toHaveLength(2));
+    expect(f.emitted).toEqual([]);
+    f.hangEmit = false;
+    await f.reconcile(spec);
+    expect(f.emitted.map((e) => [e.type, e.reason])).toEqual([
+      ['Warning', 'InvalidSpec'],
+      ['Warning', 'InvalidSpec'],
+    ]);
+  });
+
+  it('drops saved transitions whose write never landed (a 409), and those of a deleted namesake', async () => {
+    const f = new Fixture();
+    await f.reconcile({ children: ready });
+    f.failPatch = true;
+    await expect(f.reconcile({ children: ready, errors: [{ class: 'Auth', message: 'secret hf-token: 401' }] })).rejects.toThrow('409');
+    expect(f.outbox.entries.size).toBe(2);
+    f.failPatch = false;
+    // The retry finds the Auth error gone: nothing happened, nothing is announced.
+    await f.reconcile({ children: ready });
+    expect(f.emitted).toEqual([]);
+    expect(f.outbox.entries.size).toBe(0);
+
+    // An entry of an object since deleted and re-created under the same name.
+    await f.outbox.save([{ uid: 'old-uid', condition: { type: 'Ready', status: 'True', lastTransitionTime: '2026-03-01T12:00:00Z' }, event: { type: 'Normal', reason: 'AllComponentsReady', message: 'Ready is now True' } }]);
+    await f.reconcile({ children: ready });
+    expect(f.emitted).toEqual([]);
+    expect(f.outbox.entries.size).toBe(0);
+  });
+
+  it('replaces each field whole: a nested key the new value lacks is removed, then nothing is rewritten', async () => {
+    const f = new Fixture();
+    await f.reconcile({ children: ready }, { currentAllocation: { numReplicas: 3, accelerator: 'A100' }, desiredOptimizedAlloc: { numReplicas: 3, accelerator: 'A100', lastRunTime: 't0' } });
+    f.nowMs += 30_000;
+    const cleared = await f.reconcile({ children: ready }, { currentAllocation: { numReplicas: 0 } });
+    expect(cleared.written).toBe(true);
+    expect(f.object.status).toMatchObject({ currentAllocation: { numReplicas: 0 }, desiredOptimizedAlloc: { accelerator: 'A100' } });
+    expect(f.status.currentAllocation).toEqual({ numReplicas: 0 });
+    f.nowMs += 30_000;
+    const again = await f.reconcile({ children: ready }, { currentAllocation: { numReplicas: 0 } });
+    expect(again.written).toBe(false);
+    // `null` at the top removes a field.
+    await f.reconcile({ children: ready }, { desiredOptimizedAlloc: null });
+    expect(f.object.status).not.toHaveProperty('desiredOptimizedAlloc');
   });
 
   it('rejects engine-owned keys in fields', async () => {

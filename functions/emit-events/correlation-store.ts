@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { parseJson } from '../../kube/json.js';
 import { eventRequestSchema, type EventRequest } from '../../runtime/events.js';
 import {
   AggregateRecordSchema,
@@ -149,13 +150,7 @@ export async function correlateInRedis(
 }
 
 function replay(raw: string): Correlated {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    value = undefined;
-  }
-  const parsed = writeIntentSchema.safeParse(value);
+  const parsed = writeIntentSchema.safeParse(parseJson(raw));
   // An unreadable marker still means "already counted": counting again is the one thing not to do.
   const intent: WriteIntent = parsed.success ? parsed.data : { op: 'drop', name: '', count: 1 };
   return { intent, replayed: true, aggregated: false };

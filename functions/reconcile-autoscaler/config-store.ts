@@ -14,7 +14,8 @@ import { describeIssue, type ConfigIssue } from './config/issues.js';
 import type { AutoscalerNames } from './config/names.js';
 import { parseSaturationConfig } from './config/saturation-config.js';
 import { parseScaleToZeroConfig } from './config/scale-to-zero-config.js';
-import { initialConfig, parseStoredConfig, type StoredConfig } from './config/stored.js';
+import { initialConfig, readStoredConfigText, type StoredConfig } from './config/stored.js';
+import { prometheusSecretsOf, storableControllerConfig, type PrometheusSecrets } from './config/stored-secrets.js';
 import { FUNCTION_NAME, stateKeys } from './keys.js';
 
 const configMapSchema = z.object({
@@ -44,14 +45,16 @@ export interface ConfigRefresh {
   /** Which ConfigMaps were parsed again because they changed. */
   reparsed: Array<'controller' | 'saturation' | 'scaleToZero'>;
   issues: ConfigIssue[];
+  /** What `config` leaves out, from the controller ConfigMap as read now; never stored. */
+  prometheusSecrets: PrometheusSecrets;
 }
 
 export async function readStoredConfig(ctx: Pick<HandlerContext, 'redis' | 'prefix'>): Promise<StoredConfig | undefined> {
-  return parseStoredConfig(await ctx.redis.get(stateKeys(ctx.prefix).config));
+  return readStoredConfigText(await ctx.redis.get(stateKeys(ctx.prefix).config)).config;
 }
 
 export async function refreshConfig(ctx: HandlerContext, names: AutoscalerNames): Promise<ConfigRefresh> {
-  const stored = await readStoredConfig(ctx);
+  const { config: stored, heldSecrets } = readStoredConfigText(await ctx.redis.get(stateKeys(ctx.prefix).config));
   const previous = stored ?? initialConfig(ctx.now());
   const [controllerCm, saturationCm, scaleToZeroCm] = await Promise.all([
     readConfigMap(ctx, names.namespace, names.controllerConfigMap),
@@ -59,6 +62,7 @@ export async function refreshConfig(ctx: HandlerContext, names: AutoscalerNames)
     readConfigMap(ctx, names.namespace, names.scaleToZeroConfigMap),
   ]);
   const versions = { controller: versionOf(controllerCm), saturation: versionOf(saturationCm), scaleToZero: versionOf(scaleToZeroCm) };
+  const prometheusSecrets = prometheusSecretsOf(controllerCm?.data);
   const issues: Array<{ issue: ConfigIssue; cm: ConfigMap | undefined }> = [];
   const reparsed: ConfigRefresh['reparsed'] = [];
   const next: StoredConfig = { ...previous, versions, refreshedAt: previous.refreshedAt };
@@ -66,7 +70,7 @@ export async function refreshConfig(ctx: HandlerContext, names: AutoscalerNames)
   // Last good values only come from a stored configuration: a first parse has none to keep.
   if (!stored || stored.versions.controller !== versions.controller) {
     const r = parseControllerConfig(controllerCm?.data, stored?.controller, names.controllerConfigMap);
-    next.controller = r.config;
+    next.controller = storableControllerConfig(r.config);
     reparsed.push('controller');
     for (const issue of r.issues) issues.push({ issue, cm: controllerCm });
     if (r.ignoredKeys.length > 0) ctx.log.info({ configMap: names.controllerConfigMap, keys: r.ignoredKeys }, 'ConfigMap keys this version does not read');
@@ -83,7 +87,10 @@ export async function refreshConfig(ctx: HandlerContext, names: AutoscalerNames)
     reparsed.push('scaleToZero');
     for (const issue of r.issues) issues.push({ issue, cm: scaleToZeroCm });
   }
-  if (reparsed.length === 0) return { config: previous, reparsed, issues: [] };
+  if (reparsed.length === 0) {
+    if (heldSecrets) await ctx.redis.set(stateKeys(ctx.prefix).config, JSON.stringify(previous));
+    return { config: previous, reparsed, issues: [], prometheusSecrets };
+  }
 
   next.refreshedAt = ctx.now().toISOString();
   await ctx.redis.set(stateKeys(ctx.prefix).config, JSON.stringify(next));
@@ -92,7 +99,7 @@ export async function refreshConfig(ctx: HandlerContext, names: AutoscalerNames)
     'autoscaler configuration refreshed',
   );
   for (const { issue, cm } of issues) await reportIssue(ctx, names, issue, cm);
-  return { config: next, reparsed, issues: issues.map((i) => i.issue) };
+  return { config: next, reparsed, issues: issues.map((i) => i.issue), prometheusSecrets };
 }
 
 /** One bad entry: a log line and a Warning Event on the ConfigMap, both naming the key. */

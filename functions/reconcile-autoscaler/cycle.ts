@@ -11,11 +11,13 @@ import { listSchema } from '../../kube/object.js';
 import { kubeRequest } from '../../kube/raw.js';
 import { collectionPath, Resources } from '../../kube/resources.js';
 import type { HandlerContext } from '../../runtime/function.js';
+import { redactUrl } from '../../runtime/redact.js';
 import { effectivePrometheusSettings } from './config/controller-config.js';
 import { describeIssue } from './config/issues.js';
 import { autoscalerNames, type AutoscalerNames } from './config/names.js';
 import { scaleToZeroPolicyFor } from './config/scale-to-zero-config.js';
 import type { StoredConfig } from './config/stored.js';
+import { withPrometheusSecrets, type PrometheusSecrets } from './config/stored-secrets.js';
 import { refreshConfig } from './config-store.js';
 import { FUNCTION_NAME } from './keys.js';
 import { prometheusClient, type PrometheusClient } from './prometheus/client.js';
@@ -51,22 +53,24 @@ async function listVariantAutoscalings(ctx: HandlerContext, namespace: string | 
   return { valid, allKeys };
 }
 
-function prometheusFor(config: StoredConfig, env: HandlerContext['env']): Promise<PrometheusClient | { unavailable: string }> {
+function prometheusFor(config: StoredConfig, secrets: PrometheusSecrets, env: HandlerContext['env']): Promise<PrometheusClient | { unavailable: string }> {
   // PROMETHEUS_URL is Ripple's short name for WVA's PROMETHEUS_BASE_URL environment variable.
   const merged = { ...env, PROMETHEUS_BASE_URL: env['PROMETHEUS_BASE_URL'] || env['PROMETHEUS_URL'] };
-  const { settings, issues } = effectivePrometheusSettings(config.controller, merged);
+  const controller = { ...config.controller, prometheus: withPrometheusSecrets(config.controller.prometheus, secrets) };
+  const { settings, issues } = effectivePrometheusSettings(controller, merged);
   if (issues.length > 0) return Promise.resolve({ unavailable: issues.map(describeIssue).join('; ') });
   const baseUrl = settings.baseUrl;
   if (baseUrl === undefined) {
     return Promise.resolve({ unavailable: 'Prometheus is not configured: set PROMETHEUS_BASE_URL in the controller ConfigMap or PROMETHEUS_URL in the environment' });
   }
-  return prometheusClient({ ...settings, baseUrl }).catch((err: unknown) => ({ unavailable: `Prometheus TLS settings unusable: ${err instanceof Error ? err.message : String(err)}` }));
+  // These messages become the VAs' MetricsAvailable condition and the last-cycle record.
+  return prometheusClient({ ...settings, baseUrl }).catch((err: unknown) => ({ unavailable: redactUrl(`Prometheus TLS settings unusable: ${err instanceof Error ? err.message : String(err)}`) }));
 }
 
 export async function runCycle(ctx: HandlerContext): Promise<void> {
   const { names, problems } = autoscalerNames(ctx.env);
   for (const p of problems) ctx.log.warn(p);
-  const { config } = await refreshConfig(ctx, names);
+  const { config, prometheusSecrets } = await refreshConfig(ctx, names);
   const intervalMs = config.controller.globalOptIntervalMs;
   await ensureTickInterval(ctx, intervalMs);
 
@@ -97,7 +101,7 @@ export async function runCycle(ctx: HandlerContext): Promise<void> {
     podVariantByNs.set(ns, mapPodsToVariants(pods, selectors));
   }
 
-  const prometheus = await prometheusFor(config, ctx.env);
+  const prometheus = await prometheusFor(config, prometheusSecrets, ctx.env);
   const policyFor = (modelID: string, ns: string) => scaleToZeroPolicyFor(config.scaleToZero, modelID, ns, config.controller.scaleToZero);
   const inputs: Record<string, GroupInputs> = {};
   await Promise.all(
@@ -126,7 +130,7 @@ export async function runCycle(ctx: HandlerContext): Promise<void> {
   const record: CycleRecord = {
     at: now.toISOString(),
     intervalMs,
-    prometheus: 'unavailable' in prometheus ? prometheus.unavailable : prometheus.baseUrl,
+    prometheus: 'unavailable' in prometheus ? prometheus.unavailable : prometheus.displayUrl,
     models: result.models.map((m) => {
       const metrics = inputs[m.key]?.metrics;
       return {

@@ -15,7 +15,7 @@ import { FUNCTION_NAME } from './keys.js';
 import { belongsToInstance } from './saturation/active-variants.js';
 import type { VariantDecision } from './saturation/decision.js';
 import { forgetVariant, publishSeries, readDecision } from './state.js';
-import { unifiedStatusInputs, upstreamStatus, wholeFieldsPatch } from './status/va-status.js';
+import { variantStatusWrite } from './status/va-status.js';
 import { deploymentFacts, type DeploymentFacts } from './target/deployment-facts.js';
 import { resolveTarget, targetSpecProblems } from './target/resolve.js';
 
@@ -87,14 +87,15 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
     }
   }
 
-  const upstream = upstreamStatus({
-    previous: previousStatus,
-    target,
-    ...(decision !== undefined ? { decision } : {}),
-    ...(actuationApplied !== undefined ? { actuationApplied } : {}),
-  });
-  const { children, errors } = unifiedStatusInputs({ specErrors, target, ...(decision !== undefined ? { decision } : {}) });
-  const result = await write({ input: { children, errors, upstreamConditions: upstream.conditions }, fields: wholeFieldsPatch(previousStatus, upstream.fields) });
+  const result = await write(
+    variantStatusWrite({
+      previous: previousStatus,
+      specErrors,
+      target,
+      ...(decision !== undefined ? { decision } : {}),
+      ...(actuationApplied !== undefined ? { actuationApplied } : {}),
+    }),
+  );
   if (result.written) ctx.log.debug({ phase: result.status.phase, target: target.found, desired: decision?.desiredReplicas }, 'status written');
   if (result.terminal) {
     ctx.log.warn({ problems: specErrors }, 'VariantAutoscaling cannot work as written; not retried until its spec changes');

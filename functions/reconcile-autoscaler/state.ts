@@ -5,6 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { parseJson } from '../../kube/json.js';
 import { parseVariantDecision, type VariantDecision } from './saturation/decision.js';
 import { stateKeys } from './keys.js';
 
@@ -17,14 +18,6 @@ export const seriesRecordSchema = z.object({
   desired: z.number().int().min(0),
 });
 export type SeriesRecord = z.infer<typeof seriesRecordSchema>;
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
 
 export async function readDecision(redis: Redis, prefix: string, vaKey: string): Promise<VariantDecision | undefined> {
   const text = await redis.hget(stateKeys(prefix).decisions, vaKey);

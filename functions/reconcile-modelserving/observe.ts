@@ -8,6 +8,7 @@ import { AppsV1Api, CoreV1Api, type V1ControllerRevision, type V1Pod, type V1Ser
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { parseJson } from '../../kube/json.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
 import type { ClusterCapabilities, PodGroupObject } from './plan/gang.js';
@@ -137,12 +138,9 @@ export async function clusterCapabilities(kc: KubeConfig, redis: Redis, prefix: 
   const key = `${prefix}:modelserving:cluster`;
   const cached = await redis.get(key);
   if (cached) {
-    try {
-      const parsed = capabilitiesSchema.safeParse(JSON.parse(cached));
-      if (parsed.success) return parsed.data;
-    } catch {
-      // unreadable: ask again
-    }
+    // Unreadable: ask again.
+    const parsed = capabilitiesSchema.safeParse(parseJson(cached));
+    if (parsed.success) return parsed.data;
   }
   const fresh = await discoverCapabilities(kc);
   await redis.set(key, JSON.stringify(fresh), 'EX', CAPABILITIES_TTL_SECONDS);

@@ -20,6 +20,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { parseJson, sortedJson } from '../../kube/json.js';
 import type { RoleStatusSnapshot, RoleTransition } from './plan/role-status.js';
 
 export const ROLE_STATUS_KEY_PART = 'modelserving:roles';
@@ -64,14 +65,6 @@ export interface StoredRoleStatus {
   outbox: RoleTransition[];
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
 /** Decodes a hash; fields that do not parse are dropped (never an error: the planner rebuilds them). */
 export function decodeRoleStatus(namespace: string, name: string, hash: Record<string, string>): StoredRoleStatus {
   const snapshot: RoleStatusSnapshot = { groups: {}, roles: {} };
@@ -102,15 +95,7 @@ export function encodeRoleStatus(snapshot: RoleStatusSnapshot): string[] {
 /** Order-independent equality, so an unchanged snapshot costs no write. */
 export function snapshotsEqual(a: RoleStatusSnapshot | undefined, b: RoleStatusSnapshot): boolean {
   if (!a) return false;
-  const sorted = (rec: object) => JSON.stringify(Object.fromEntries(Object.entries(rec).sort(([x], [y]) => (x < y ? -1 : 1))));
-  const canon = (s: RoleStatusSnapshot) =>
-    [
-      ...Object.entries(s.groups).map(([k, v]) => `group:${k}=${sorted(v)}`),
-      ...Object.entries(s.roles).map(([k, v]) => `role:${k}=${sorted(v)}`),
-    ]
-      .sort()
-      .join('\n');
-  return canon(a) === canon(b);
+  return sortedJson(a) === sortedJson(b);
 }
 
 // Replaces the whole hash only if nobody wrote since it was read (seq), so a worker that lost its

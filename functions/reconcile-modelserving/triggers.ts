@@ -3,6 +3,7 @@
  * `For(ModelServing).Owns(Pod).Owns(Service)`), chosen per watched resource type.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { asRecord as asPlainRecord } from '../../kube/json.js';
 import type { KubeObject } from '../../kube/object.js';
 import type { Predicate } from '../../watcher/predicates.js';
 import { ANNOTATION_VOLCANO_QUEUE, LABEL_NAME } from './plan/names.js';
@@ -39,7 +40,7 @@ interface PodView {
 }
 
 function asRecord(v: unknown): Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  return asPlainRecord(v) ?? {};
 }
 
 function asArray(v: unknown): unknown[] {

@@ -4,6 +4,7 @@ import { readStoredConfig } from '../../functions/reconcile-autoscaler/config-st
 import { FUNCTION_NAME } from '../../functions/reconcile-autoscaler/keys.js';
 import { registerAutoscalerMetrics } from '../../functions/reconcile-autoscaler/metrics/collector.js';
 import { readCycleRecord } from '../../functions/reconcile-autoscaler/state.js';
+import { RESYNC_SCHEDULER_ID } from '../../queue/resync.js';
 import { WorkQueue } from '../../queue/work-queue.js';
 import { VllmEmitter, type PodLoad } from '../fixtures/vllm-emitter.js';
 import { startPrometheus, type RunningPrometheus } from '../harness/prometheus.js';
@@ -53,10 +54,10 @@ describe('reconcile-autoscaler: saturation scaling with a real Prometheus', () =
     await ripple.host.scheduleResyncs();
     const queue = new WorkQueue({ name: FUNCTION_NAME, connection: sb.redis, prefix: sb.prefix });
     try {
-      expect((await queue.bull.getJobScheduler('resync'))?.every).toBe(60_000);
+      expect((await queue.bull.getJobScheduler(RESYNC_SCHEDULER_ID))?.every).toBe(60_000);
       // ... then GLOBAL_OPT_INTERVAL from the controller ConfigMap, applied live.
       await upsertConfigMap(sb, CTRL, { GLOBAL_OPT_INTERVAL: `${INTERVAL_MS / 1000}s` });
-      await waitFor('the tick at GLOBAL_OPT_INTERVAL', 20_000, async () => (await queue.bull.getJobScheduler('resync'))?.every === INTERVAL_MS);
+      await waitFor('the tick at GLOBAL_OPT_INTERVAL', 20_000, async () => (await queue.bull.getJobScheduler(RESYNC_SCHEDULER_ID))?.every === INTERVAL_MS);
     } finally {
       await queue.close();
     }

@@ -1,11 +1,12 @@
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readStoredConfig } from '../../functions/reconcile-autoscaler/config-store.js';
-import { FUNCTION_NAME } from '../../functions/reconcile-autoscaler/keys.js';
+import { FUNCTION_NAME, stateKeys } from '../../functions/reconcile-autoscaler/keys.js';
 import { registerAutoscalerMetrics } from '../../functions/reconcile-autoscaler/metrics/collector.js';
 import { readCycleRecord } from '../../functions/reconcile-autoscaler/state.js';
 import { kubeRequest } from '../../kube/raw.js';
 import { objectPath, Resources } from '../../kube/resources.js';
+import { RESYNC_SCHEDULER_ID } from '../../queue/resync.js';
 import { WorkQueue } from '../../queue/work-queue.js';
 import { eventRequestsKey } from '../../runtime/event-sink.js';
 import { VllmEmitter } from '../fixtures/vllm-emitter.js';
@@ -49,8 +50,9 @@ describe('reconcile-autoscaler: seed 003 examples 1–4', () => {
     const target = await emitter.start();
     prometheus = await startPrometheus({ targets: [target], scrapeIntervalMs: 1000 });
     await prometheus.waitForTargetsUp();
-    const env = autoscalerEnv(sb, { PROMETHEUS_URL: prometheus.url });
-    await upsertConfigMap(sb, CTRL, { GLOBAL_OPT_INTERVAL: '1h' });
+    // With credentials (this Prometheus ignores them) and a ConfigMap token: neither may reach Redis.
+    const env = autoscalerEnv(sb, { PROMETHEUS_URL: prometheus.url.replace('http://', 'http://wva:hunter2@') });
+    await upsertConfigMap(sb, CTRL, { GLOBAL_OPT_INTERVAL: '1h', PROMETHEUS_BEARER_TOKEN: 'cm-secret-token' });
     await upsertConfigMap(sb, SAT, { default: 'kvCacheThreshold: 0.80\nqueueLengthThreshold: 5\nkvSpareTrigger: 0.1\nqueueSpareTrigger: 3\nenableLimiter: false\n' });
     const recorded = recordedDefinition(env);
     calls = recorded.calls;
@@ -177,6 +179,15 @@ describe('reconcile-autoscaler: seed 003 examples 1–4', () => {
     await waitFor('VA reconciles after the cycle', 10_000, async () => calls.slice(from).some((c) => c.key === `${sb.namespace}/ex1` && c.reason === 'handler'));
   });
 
+  it('keeps secrets out of Redis: no ConfigMap token in the stored configuration, no URL credentials in the cycle record', async () => {
+    const text = (await sb.redis.get(stateKeys(sb.prefix).config)) ?? '';
+    expect(text).toContain('3600000');
+    expect(text).not.toContain('cm-secret-token');
+    const record = await readCycleRecord(sb.redis, sb.prefix);
+    expect(record?.prometheus).toBe(prometheus.url.replace('http://', 'http://[redacted]@'));
+    expect(JSON.stringify(record)).not.toContain('hunter2');
+  });
+
   it('an unparsable saturation entry is reported by key and the last good value kept', async () => {
     await upsertConfigMap(sb, SAT, { default: 'kvCacheThreshold: 1.7\nqueueLengthThreshold: 5\n' });
     const objectKey = `${sb.namespace}/ConfigMap/${SAT}`;
@@ -193,9 +204,9 @@ describe('reconcile-autoscaler: seed 003 examples 1–4', () => {
   it('GLOBAL_OPT_INTERVAL changes the tick live', async () => {
     const queue = new WorkQueue({ name: FUNCTION_NAME, connection: sb.redis, prefix: sb.prefix });
     try {
-      expect((await queue.bull.getJobScheduler('resync'))?.every).toBe(3_600_000);
+      expect((await queue.bull.getJobScheduler(RESYNC_SCHEDULER_ID))?.every).toBe(3_600_000);
       await upsertConfigMap(sb, CTRL, { GLOBAL_OPT_INTERVAL: '45m' });
-      await waitFor('the tick at 45m', 20_000, async () => (await queue.bull.getJobScheduler('resync'))?.every === 2_700_000);
+      await waitFor('the tick at 45m', 20_000, async () => (await queue.bull.getJobScheduler(RESYNC_SCHEDULER_ID))?.every === 2_700_000);
     } finally {
       await queue.close();
     }

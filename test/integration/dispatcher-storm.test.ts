@@ -22,6 +22,8 @@ let redis: Redis;
 const clis: RunningCli[] = [];
 const closers: Array<() => Promise<void>> = [];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** RIPPLE_FUNCTION_TOKEN: functions require it, the dispatcher sends it. */
+const TOKEN = 'dispatcher-token-for-tests-0123456789';
 
 beforeAll(() => {
   redisUrl = inject('redisUrl');
@@ -64,7 +66,7 @@ describe('dispatcher', () => {
   it('storm over HTTP: 2 `ripple serve` + 2 `ripple worker --dispatch` processes, 50 keys, 3000 events — no overlap, no lost update', async () => {
     const prefix = uniquePrefix('storm');
     const common = ['--definitions', 'test/fixtures/http-functions.ts', '--kubeconfig', kubeconfig, '--redis-url', redisUrl];
-    const env = { RIPPLE_PREFIX: prefix, WORK_MS: '15', CONCURRENCY: '4', PORT: '0', RIPPLE_SERVE_HOST: '127.0.0.1' };
+    const env = { RIPPLE_PREFIX: prefix, WORK_MS: '15', CONCURRENCY: '4', PORT: '0', RIPPLE_SERVE_HOST: '127.0.0.1', RIPPLE_FUNCTION_TOKEN: TOKEN };
     const functions: RunningCli[] = [];
     for (let i = 0; i < 2; i++) {
       const f = await startCli(['serve', '--function', 'storm', ...common], env);
@@ -120,7 +122,7 @@ describe('dispatcher', () => {
     const fnHost = new FunctionHost({ kc: new KubeConfig(), redisUrl, prefix, functions: definitions({ SLOW_MS: '1200' }), log });
     closers.push(() => fnHost.close());
     const slowDef = fnHost.definition('slow');
-    const served: ServedFunction = await serveFunction({ def: slowDef, run: (i) => fnHost.runHandler(slowDef, i), redis: fnHost.redis, prefix, log, registry: new Registry(), port: 0, hostname: '127.0.0.1' });
+    const served: ServedFunction = await serveFunction({ def: slowDef, run: (i) => fnHost.runHandler(slowDef, i), redis: fnHost.redis, prefix, log, token: TOKEN, registry: new Registry(), port: 0, hostname: '127.0.0.1' });
     closers.push(() => served.close());
     const url = `http://127.0.0.1:${served.port}/`;
 
@@ -128,7 +130,7 @@ describe('dispatcher', () => {
     const dispatcher = new FunctionHost({ kc: new KubeConfig(), redisUrl, prefix, functions: definitions(), log });
     closers.push(() => dispatcher.close());
     // A short timeout: the 1.2 s reconciles time out, are retried, and meet the still-running one.
-    dispatcher.startWorkers(['slow'], { via: (def) => httpReconcile({ fn: def.name, url, timeoutMs: 400 }) });
+    dispatcher.startWorkers(['slow'], { via: (def) => httpReconcile({ fn: def.name, url, token: TOKEN, timeoutMs: 400 }) });
     const q = dispatcher.queue('slow');
     const finished = () => redis.lrange(`${prefix}:slow:finished`, 0, -1);
     const started = () => redis.lrange(`${prefix}:slow:started`, 0, -1);
@@ -172,7 +174,7 @@ describe('dispatcher', () => {
     // A refused connection is transient too: the key keeps retrying with growing backoff.
     const dead = new FunctionHost({ kc: new KubeConfig(), redisUrl, prefix: `${prefix}-dead`, functions: definitions(), log });
     closers.push(() => dead.close());
-    dead.startWorkers(['slow'], { via: (def) => httpReconcile({ fn: def.name, url: 'http://127.0.0.1:9/', timeoutMs: 1000 }) });
+    dead.startWorkers(['slow'], { via: (def) => httpReconcile({ fn: def.name, url: 'http://127.0.0.1:9/', token: TOKEN, timeoutMs: 1000 }) });
     await dead.queue('slow').add('ns/unreachable');
     await waitFor('failures to accumulate', 10_000, async () => Number(await redis.hget(dead.queue('slow').keys.failures, 'ns/unreachable')) >= 3);
   });
@@ -187,5 +189,22 @@ describe('dispatcher', () => {
     expect(() => parseDispatchTargets(['a=http://x', 'a=http://y'])).toThrow(/named twice/);
     expect(() => parseDispatchTargets(['a=http://user:secret@x/'])).not.toThrow();
     expect(() => parseDispatchTargets(['a=notaurl'])).toThrow(/not a URL/);
+    // A bad flag is quoted in the error without the credentials it carries.
+    expect(() => parseDispatchTargets(['a=ftp://user:secret@x/'])).toThrow(/^--dispatch a=ftp:\/\/\[redacted\]@x\/: /);
+  });
+
+  it('never shows URL credentials in its errors; a 500 names the request id the function logged', async () => {
+    const failing = httpReconcile({ fn: 'slow', url: 'http://wva:hunter2@127.0.0.1:9/', token: TOKEN, timeoutMs: 1000 });
+    const info = { key: 'ns/x', reason: 'test', reconcileId: 'r1', log };
+    const refused = await failing(info).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(String(refused)).toContain('POST http://[redacted]@127.0.0.1:9/');
+    expect(String(refused)).not.toContain('hunter2');
+
+    const body = { status: 'error', key: 'ns/x', reconcileId: 'r1', requestId: 'req-1', error: 'reconcile failed; the function logged the cause with requestId req-1' };
+    const answered500 = httpReconcile({ fn: 'slow', url: 'http://wva:hunter2@fn/', timeoutMs: 1000, fetch: async () => new Response(JSON.stringify(body), { status: 500 }) });
+    await expect(answered500(info)).rejects.toThrow('POST http://[redacted]@fn/ answered 500: reconcile failed; the function logged the cause with requestId req-1');
   });
 });

@@ -9,7 +9,6 @@ import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRoleStatus } from '../../functions/reconcile-modelserving/role-store.js';
 import { modelServingRoleStatusReader } from '../../functions/reconcile-modelserving/role-status-reader.js';
-import { redisRoleStatusReader } from '../../ops/role-status.js';
 import { kubeRequest } from '../../kube/raw.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
@@ -130,11 +129,11 @@ describe('ModelServing lifecycle', () => {
       'llm-1/prefill-0=Running',
     ]);
     expect(Object.values(entry?.snapshot.groups ?? {}).map((g) => g.state)).toEqual(['Running', 'Running']);
-    // The ops server's dump: this function's typed reader, and the ops server's generic one, see it.
+    // The ops server's dump (this function's reader) sees it.
     const [typed] = await modelServingRoleStatusReader(sb.redis, sb.prefix).get(sb.namespace, NAME);
     expect(typed).toMatchObject({ key: `${sb.namespace}/${NAME}`, value: { uid: entry?.uid, roles: entry?.snapshot.roles } });
-    const generic = await redisRoleStatusReader({ redis: sb.redis, prefix: sb.prefix }).list({ namespace: sb.namespace });
-    expect(generic.entries.map((e) => e.key)).toEqual([`${sb.namespace}/${NAME}`]);
+    const listed = await modelServingRoleStatusReader(sb.redis, sb.prefix).list({ namespace: sb.namespace });
+    expect(listed.entries.map((e) => e.key)).toEqual([`${sb.namespace}/${NAME}`]);
   });
 
   it('shows RoleCreating then RoleRunning for each role in kubectl get events', async () => {

@@ -120,6 +120,22 @@ describe('ripple CLI', () => {
     expect(cli.output()).not.toContain(TOKEN);
   });
 
+  it('serve refuses to start without RIPPLE_FUNCTION_TOKEN, unless told a mesh authenticates callers', async () => {
+    // Explicitly empty, so nothing inherited from the test runner's environment counts.
+    const env = { RIPPLE_PREFIX: `${sb.prefix}-noauth`, SLOW_MS: '0', PORT: '0', RIPPLE_SERVE_HOST: '127.0.0.1', RIPPLE_FUNCTION_TOKEN: '', RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: '' };
+    await expect(startCli(['serve', '--function', 'slow', ...common()], env, { capture: true })).rejects.toThrow(
+      /refusing to serve slow without RIPPLE_FUNCTION_TOKEN.*RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true/,
+    );
+    await expect(startCli(['serve', '--function', 'slow', ...common()], { ...env, RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: 'yes' }, { capture: true })).rejects.toThrow(
+      /RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED must be "true" or "false"/,
+    );
+    const open = await startCli(['serve', '--function', 'slow', ...common()], { ...env, RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: 'true' }, { capture: true });
+    clis.push(open);
+    const res = await fetch(`http://127.0.0.1:${open.port}/`, { method: 'POST', body: JSON.stringify({ key: 'ns/open' }) });
+    expect(res.status).toBe(200);
+    expect(open.output()).toContain('serving without a token');
+  });
+
   it('refuses bad invocations with a message', async () => {
     await expect(startCli(['serve', ...common()], {}, { capture: true })).rejects.toThrow(/serve needs --function/);
     await expect(startCli(['worker', '--dispatch', 'nope', ...common()], {}, { capture: true })).rejects.toThrow(/expected <function>=<url>/);

@@ -1,16 +1,20 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { EMIT_EVENTS, eventRequestsKey } from '../../runtime/event-sink.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { serveFunction, type ServedFunction } from '../../runtime/http-function.js';
-import { createLogger } from '../../runtime/log.js';
+import { allowUnauthenticatedFromEnv, serveFunction, type HttpFunctionOptions, type ServedFunction } from '../../runtime/http-function.js';
+import { createLogger, type Logger } from '../../runtime/log.js';
 import { definitions } from '../fixtures/http-functions.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // A function served over HTTP (the `ripple serve` transport) against the real API server and Redis:
 // the three request forms reach the same handler through the same context a queue worker gives it.
 const log = createLogger('http-function-test', process.env.LOG_LEVEL ?? 'warn');
+/** What every function here requires, as `ripple serve` does (RIPPLE_FUNCTION_TOKEN). */
+const TOKEN = 'function-token-for-tests-0123456789';
 let sb: TestSandbox;
 let host: FunctionHost;
 const servers: ServedFunction[] = [];
@@ -19,27 +23,36 @@ function def(name: string): FunctionDefinition {
   return host.definition(name);
 }
 
-async function serve(name: string, extra: { token?: string; maxInflight?: number } = {}): Promise<{ url: string; served: ServedFunction }> {
+type ServeExtra = Partial<Pick<HttpFunctionOptions, 'token' | 'allowUnauthenticated' | 'maxInflight' | 'log'>>;
+
+function serveOptions(name: string, extra: ServeExtra) {
   const d = def(name);
-  const served = await serveFunction({
-    def: d,
-    run: (info) => host.runHandler(d, info),
-    redis: host.redis,
-    prefix: host.prefix,
-    log,
-    registry: new Registry(),
-    port: 0,
-    hostname: '127.0.0.1',
-    ...extra,
-  });
+  return { def: d, run: (info: Parameters<FunctionHost['runHandler']>[1]) => host.runHandler(d, info), redis: host.redis, prefix: host.prefix, log, registry: new Registry(), port: 0, hostname: '127.0.0.1', token: TOKEN, ...extra };
+}
+
+async function serve(name: string, extra: ServeExtra = {}): Promise<{ url: string; served: ServedFunction }> {
+  const served = await serveFunction(serveOptions(name, extra));
   servers.push(served);
   return { url: `http://127.0.0.1:${served.port}`, served };
 }
 
+/** POSTs with the token (as the dispatcher does) unless the headers bring their own authorization. */
 async function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await fetch(url, { method: 'POST', headers, body });
+  const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, ...headers }, body });
   const text = await res.text();
   return { status: res.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+/** A logger whose lines a test can read back. */
+function capturingLogger(): { log: Logger; lines: () => Array<Record<string, unknown>> } {
+  const out: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      out.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { log: pino({ level: 'debug' }, stream), lines: () => out.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 
 async function mirrorData(name: string): Promise<Record<string, string> | undefined> {
@@ -140,7 +153,7 @@ describe('HTTP functions', () => {
 
     const transient = await post(url, json, JSON.stringify({ key: `${sb.namespace}/flaky` }));
     expect(transient.status).toBe(500);
-    expect(transient.json).toMatchObject({ status: 'error', error: 'the API server said 500 (simulated)' });
+    expect(transient.json).toMatchObject({ status: 'error', key: `${sb.namespace}/flaky` });
 
     const terminal = await post(url, { 'content-type': 'application/cloudevents+json' }, JSON.stringify({ specversion: '1.0', id: 'x', source: '/t', type: 't', subject: `${sb.namespace}/bad` }));
     expect(terminal.status).toBe(422);
@@ -222,16 +235,51 @@ describe('HTTP functions', () => {
     expect(await sb.redis.lrange(`${sb.prefix}:slow:finished`, 0, -1)).toContain('ns/drain');
   });
 
-  it('with a function token configured, a request without it answers 401', async () => {
+  it('a request without the function token answers 401', async () => {
     const token = 'function-token-0123456789abcdef';
     const { url } = await serve('slow', { token });
     const body = JSON.stringify({ key: 'ns/requeue' });
-    const without = await post(url, { 'content-type': 'application/json' }, body);
+    const without = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     expect(without.status).toBe(401);
+    expect(without.headers.get('www-authenticate')).toMatch(/^Bearer/);
     const wrong = await post(url, { 'content-type': 'application/json', authorization: 'Bearer nope-nope-nope-nope' }, body);
     expect(wrong.status).toBe(401);
     const right = await post(url, { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body);
     expect(right.status).toBe(200);
     expect(right.json.requeueAfterMs).toBe(60_000);
+  });
+
+  it('refuses to start without a token unless RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true', async () => {
+    await expect(serveFunction(serveOptions('slow', { token: undefined, allowUnauthenticated: false }))).rejects.toThrow(
+      /refusing to serve slow without RIPPLE_FUNCTION_TOKEN/,
+    );
+    const { url } = await serve('slow', { token: undefined, allowUnauthenticated: true });
+    const open = await fetch(url, { method: 'POST', body: JSON.stringify({ key: 'ns/requeue' }) });
+    expect(open.status).toBe(200);
+    // How `ripple serve` reads the opt-out: only the literal "true", anything but true/false refused.
+    expect(allowUnauthenticatedFromEnv({ RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: 'true' })).toBe(true);
+    expect(allowUnauthenticatedFromEnv({ RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: 'false' })).toBe(false);
+    expect(allowUnauthenticatedFromEnv({})).toBe(false);
+    expect(() => allowUnauthenticatedFromEnv({ RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: '1' })).toThrow(/must be "true" or "false"/);
+  });
+
+  it('a 500 says only where the cause is logged: the request id in the body is the one on the log line', async () => {
+    const captured = capturingLogger();
+    const { url } = await serve('configmap-mirror', { log: captured.log });
+    // The cause quotes a URL with credentials, as a Prometheus or Redis error may.
+    await sb.core.createNamespacedConfigMap({ namespace: sb.namespace, body: { metadata: { name: 'leaky' }, data: { fail: 'leaky' } } });
+    const res = await post(url, { 'content-type': 'application/json' }, JSON.stringify({ key: `${sb.namespace}/leaky` }));
+    expect(res.status).toBe(500);
+    const requestId = String(res.json.requestId);
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(res.json.error).toBe(`reconcile failed; the function logged the cause with requestId ${requestId}`);
+    expect(JSON.stringify(res.json)).not.toMatch(/simulated|hunter2|prometheus/);
+    // The log has the cause, and even there the URL has lost its credentials.
+    const line = captured.lines().find((l) => l.requestId === requestId);
+    expect(line).toMatchObject({
+      err: 'cannot reach Prometheus at http://[redacted]@prometheus:9090 (simulated)',
+      key: `${sb.namespace}/leaky`,
+      msg: 'reconcile failed; answering 500 so the caller retries',
+    });
   });
 });

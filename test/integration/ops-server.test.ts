@@ -2,7 +2,8 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { livenessProblems, readinessProblems, type HealthSources } from '../../ops/health.js';
-import { redisRoleStatusReader } from '../../ops/role-status.js';
+import { modelServingRoleStatusReader } from '../../functions/reconcile-modelserving/role-status-reader.js';
+import { roleStore } from '../../functions/reconcile-modelserving/role-store.js';
 import { opsApp, startOpsServer, type OpsControl, type RunningOpsServer } from '../../ops/server.js';
 import { QueueMetrics } from '../../queue/metrics.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
@@ -23,7 +24,8 @@ let base: string;
 const servers: RunningOpsServer[] = [];
 
 function control(token: string | undefined): OpsControl {
-  return { host, token, roles: redisRoleStatusReader({ redis: host.redis, prefix: host.prefix }), log };
+  // The reader production gives the ops server (cli/ripple.ts).
+  return { host, token, roles: modelServingRoleStatusReader(host.redis, host.prefix), log };
 }
 
 async function start(app: ReturnType<typeof opsApp>): Promise<string> {
@@ -236,18 +238,36 @@ describe('ops server', () => {
     expect(await readinessProblems(sources)).toEqual(['workers: a worker is not running']);
   });
 
-  it('dumps the role datastore read-only, whatever shape the ModelServing function stores', async () => {
+  it('dumps the role datastore read-only, as the ModelServing function stores it', async () => {
     const ns = sb.namespace;
-    await sb.redis.hset(`${sb.prefix}:modelserving:roles:${ns}/ms-a`, 'ms-a-0/prefill-0', JSON.stringify({ state: 'Running', revision: 'r1' }), 'ms-a-0/decode-0', JSON.stringify({ state: 'Creating' }));
-    await sb.redis.set(`${sb.prefix}:reconcile-modelserving:roles:${ns}/ms-b`, JSON.stringify({ groups: { 'ms-b-0': { state: 'Running' } }, roles: {} }));
-    await sb.redis.set(`${sb.prefix}:modelserving:roles:other-ns/ms-c`, 'not json');
+    const now = new Date();
+    const role = (group: string, roleName: string, state: 'Creating' | 'Running') => ({ group, roleName, roleId: `${roleName}-0`, state, revision: 'r1', templateHash: 'h1' });
+    // Written by the function's own store, as a reconcile writes it.
+    await roleStore(sb.redis, sb.prefix, ns, 'ms-a').save(
+      'uid-a',
+      '',
+      { groups: { 'ms-a-0': { state: 'Creating', revision: 'r1' } }, roles: { 'ms-a-0/prefill-0': role('ms-a-0', 'prefill', 'Running'), 'ms-a-0/decode-0': role('ms-a-0', 'decode', 'Creating') } },
+      [{ group: 'ms-a-0', roleName: 'decode', roleId: 'decode-0', from: undefined, to: 'Creating', type: 'Normal', reason: 'RoleCreating', message: 'Role decode/decode-0 in ServingGroup ms-a-0 is now Creating' }],
+      now,
+    );
+    await roleStore(sb.redis, sb.prefix, ns, 'ms-b').save('uid-b', '', { groups: { 'ms-b-0': { state: 'Running', revision: 'r1' } }, roles: {} }, [], now);
+    await roleStore(sb.redis, sb.prefix, 'other-ns', 'ms-c').save('uid-c', '', { groups: {}, roles: {} }, [], now);
 
     const all = await call(`${base}/api/roles`);
     expect(all.status).toBe(200);
     const entries = all.json.entries as Array<{ key: string; type: string; value: unknown }>;
     expect(entries.map((e) => e.key).sort()).toEqual([`${ns}/ms-a`, `${ns}/ms-b`, 'other-ns/ms-c'].sort());
-    expect(entries.find((e) => e.key === `${ns}/ms-a`)).toMatchObject({ type: 'hash', value: { 'ms-a-0/prefill-0': { state: 'Running', revision: 'r1' } } });
-    expect(entries.find((e) => e.key === 'other-ns/ms-c')?.value).toBe('not json');
+    expect(entries.find((e) => e.key === `${ns}/ms-a`)).toMatchObject({
+      type: 'hash',
+      redisKey: `${sb.prefix}:modelserving:roles:${ns}/ms-a`,
+      value: {
+        uid: 'uid-a',
+        groups: { 'ms-a-0': { state: 'Creating' } },
+        roles: { 'ms-a-0/prefill-0': { state: 'Running', revision: 'r1' }, 'ms-a-0/decode-0': { state: 'Creating' } },
+        // Transitions saved and not yet handed to emit-events are shown too.
+        pendingEvents: [{ reason: 'RoleCreating' }],
+      },
+    });
 
     const inNs = await call(`${base}/api/roles?namespace=${ns}`);
     expect((inNs.json.entries as unknown[]).length).toBe(2);
@@ -255,7 +275,7 @@ describe('ops server', () => {
     expect(limited.json.truncated).toBe(true);
     const one = await call(`${base}/api/roles/${ns}/ms-b`);
     expect(one.status).toBe(200);
-    expect((one.json.entries as Array<{ value: unknown }>)[0]?.value).toMatchObject({ groups: { 'ms-b-0': { state: 'Running' } } });
+    expect((one.json.entries as Array<{ value: unknown }>)[0]?.value).toMatchObject({ uid: 'uid-b', groups: { 'ms-b-0': { state: 'Running' } } });
     expect((await call(`${base}/api/roles/${ns}/nothing`)).status).toBe(404);
     expect((await call(`${base}/api/roles?namespace=Not_A_Namespace`)).status).toBe(400);
     // Read-only: there is no route that writes it.

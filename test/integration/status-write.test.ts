@@ -11,6 +11,7 @@ import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { type ResourceRef, objectPath } from '../../kube/resources.js';
 import type { FunctionDefinition, Handler } from '../../runtime/function.js';
 import { type ClassifiedError, computeKstatus, writeStatus } from '../../status/index.js';
+import { redisTransitionOutbox, transitionOutboxKey } from '../../status/transition-outbox.js';
 import { mapToSelf } from '../../watcher/mappers.js';
 import { generationChanged } from '../../watcher/predicates.js';
 import { eventsAbout } from '../fixtures/emit-events-cluster.js';
@@ -68,7 +69,7 @@ const readWidgetSchema = widgetSchema.extend({
     phase: z.string(),
     observedGeneration: z.number(),
     replicas: z.number().optional(),
-    conditions: z.array(z.object({ type: z.string(), status: z.string(), reason: z.string(), message: z.string() })),
+    conditions: z.array(z.object({ type: z.string(), status: z.enum(['True', 'False', 'Unknown']), reason: z.string(), message: z.string(), lastTransitionTime: z.string() })),
   }),
 });
 
@@ -239,5 +240,40 @@ describe('status written with the state engine helper', () => {
       'AllComponentsReady: Ready is now True',
       'ConfigurationValid: ConfigValid is now True',
     ]);
+  });
+
+  it('sends a transition Event a reconcile saved and did not get to send; drops one whose write never landed', async () => {
+    await createWidget('outbox', 1);
+    const ready = await kubectl('wait', '-n', sb.namespace, '--for=condition=Ready', 'widget/outbox', '--timeout=60s');
+    expect(ready.code).toBe(0);
+    const widget = readWidgetSchema.parse(await readWidget('outbox'));
+    const readyCondition = widget.status.conditions.find((c) => c.type === 'Ready')!;
+    const key = transitionOutboxKey(sb.prefix, { apiVersion: `${GROUP}/v1`, kind: 'Widget', namespace: sb.namespace, name: 'outbox' });
+    // Every Event of the first reconciles went out: nothing is left waiting.
+    expect(await sb.redis.exists(key)).toBe(0);
+
+    // What a worker that died between its status write and its Events leaves behind: an entry for
+    // the condition as written, and one for a write that lost its conflict (not in the status).
+    const outbox = redisTransitionOutbox(sb.redis, key);
+    await outbox.save([
+      {
+        uid: widget.metadata.uid,
+        condition: { type: 'Ready', status: readyCondition.status, lastTransitionTime: readyCondition.lastTransitionTime },
+        event: { type: 'Normal', reason: 'AllComponentsReady', message: 'Ready is now True (left over)' },
+      },
+      {
+        uid: widget.metadata.uid,
+        condition: { type: 'ConfigValid', status: 'False', lastTransitionTime: '2020-01-01T00:00:00Z' },
+        event: { type: 'Warning', reason: 'InvalidSpec', message: 'ConfigValid is now False: never written' },
+      },
+    ]);
+    // The next reconcile of the object, whatever brings it.
+    await kubeRequest(sb.kc, objectPath(widgets, sb.namespace, 'outbox'), { method: 'PATCH', body: { spec: { replicas: 2 } }, contentType: 'application/merge-patch+json' });
+    const events = await waitFor('the left-over Event', 30_000, async () => {
+      const all = await eventsAbout(sb.kc, sb.namespace, 'outbox');
+      return all.some((e) => e.message === 'Ready is now True (left over)') ? all : undefined;
+    });
+    expect(events.map((e) => e.message)).not.toContain('ConfigValid is now False: never written');
+    await waitFor('the outbox to be empty', 10_000, async () => (await sb.redis.exists(key)) === 0);
   });
 });

@@ -1,6 +1,7 @@
+import { formatConditionTime } from '../../../status/conditions.js';
 import { aggregateStep, combinedMessage } from './aggregate.js';
 import { eventName } from './event-name.js';
-import { type CoreEvent, type EventRequest, eventNamespace, formatEventTime } from './event-request.js';
+import { type CoreEvent, type EventRequest, eventNamespace } from './event-request.js';
 import { aggregateKey, eventKey, messageDigest } from './keys.js';
 import { observeStep } from './observe.js';
 import { msUntilFull, takeToken } from './spam-filter.js';
@@ -50,8 +51,9 @@ function buildEvent(request: EventRequest, record: ObservationRecord, message: s
     message,
     type: request.type,
     count: record.count,
-    firstTimestamp: formatEventTime(record.firstTimestampMs),
-    lastTimestamp: formatEventTime(record.lastTimestampMs),
+    // metav1.Time, as conditions write it: one formatter for every timestamp Ripple writes.
+    firstTimestamp: formatConditionTime(new Date(record.firstTimestampMs)),
+    lastTimestamp: formatConditionTime(new Date(record.lastTimestampMs)),
     source: { component: request.source },
     reportingComponent: request.source,
     reportingInstance: '',

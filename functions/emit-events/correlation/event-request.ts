@@ -35,7 +35,3 @@ export function eventNamespace(request: EventRequest): string {
   return ns === undefined || ns === '' ? 'default' : ns;
 }
 
-/** metav1.Time's wire form: RFC 3339 in UTC with whole seconds. */
-export function formatEventTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseJson } from '../../../kube/json.js';
 
 /**
  * The correlation state of one request, as four small JSON records (see `correlationRedisKeys`).
@@ -71,12 +72,6 @@ export const DEFAULT_CORRELATOR_OPTIONS: CorrelatorOptions = {
 /** Parses one record read from Redis (JSON text or null); anything unreadable counts as absent. */
 export function parseRecord<T>(schema: z.ZodType<T>, raw: string | null | undefined): T | null {
   if (raw === null || raw === undefined) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return null;
-  }
-  const parsed = schema.safeParse(value);
+  const parsed = schema.safeParse(parseJson(raw));
   return parsed.success ? parsed.data : null;
 }

@@ -75,6 +75,11 @@ describe('parseControllerConfig', () => {
     expect(JSON.stringify(first.issues)).not.toContain('s3cr3t');
   });
 
+  it('never echoes URL credentials in an issue', () => {
+    const { issues } = parseControllerConfig({ PROMETHEUS_BASE_URL: 'ftp://wva:hunter2@prometheus:9090' });
+    expect(issues[0]?.message).toBe('"ftp://[redacted]@prometheus:9090" must be an http:// or https:// URL');
+  });
+
   it('accepts http:// for a local Prometheus and trims a trailing slash', () => {
     expect(parseControllerConfig({ PROMETHEUS_BASE_URL: 'http://127.0.0.1:9090/' }).config.prometheus.baseUrl).toBe('http://127.0.0.1:9090');
   });

@@ -5,6 +5,7 @@
  * that cannot be parsed is reported and keeps its last good value.
  */
 import type { z } from 'zod';
+import { redactUrl } from '../../../runtime/redact.js';
 import { DEFAULT_CONTROLLER_CONFIG_MAP } from './names.js';
 import type { ConfigIssue } from './issues.js';
 import { booleanText, durationText, httpUrlText, nonNegativeIntText, plainText } from './values.js';
@@ -107,7 +108,8 @@ function reader(data: Data, configMap: string, issues: ConfigIssue[]) {
     if (raw === undefined || raw.trim() === '') return fallback;
     const r = schema.safeParse(raw);
     if (r.success) return r.data;
-    const shown = SENSITIVE.has(key) ? 'value' : JSON.stringify(raw);
+    // Issues go to logs and to Warning Events on the ConfigMap: no tokens, no URL credentials.
+    const shown = SENSITIVE.has(key) ? 'value' : redactUrl(JSON.stringify(raw));
     issues.push({
       configMap,
       key,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseControllerConfig } from './controller-config.js';
 import { parseSaturationConfig } from './saturation-config.js';
 import { parseScaleToZeroConfig } from './scale-to-zero-config.js';
-import { initialConfig, parseStoredConfig, type StoredConfig } from './stored.js';
+import { initialConfig, parseStoredConfig, readStoredConfigText, type StoredConfig } from './stored.js';
 
 describe('the configuration as stored in Redis', () => {
   it('round-trips parsed ConfigMaps through JSON', () => {
@@ -27,5 +27,18 @@ describe('the configuration as stored in Redis', () => {
     expect(parseStoredConfig(null)).toBeUndefined();
     expect(parseStoredConfig('{not json')).toBeUndefined();
     expect(parseStoredConfig(JSON.stringify({ ...initial, controller: { ...initial.controller, globalOptIntervalMs: 5 } }))).toBeUndefined();
+  });
+
+  it('never hands out secrets a record written by an older version held, and says to rewrite it', () => {
+    const initial = initialConfig(new Date('2026-01-29T10:00:00Z'));
+    const old = {
+      ...initial,
+      controller: { ...initial.controller, prometheus: { tlsInsecureSkipVerify: false, baseUrl: 'https://u:p@prom:9090', bearerToken: 's3cr3t' }, eppMetricReaderBearerToken: 'epp' },
+    };
+    const read = readStoredConfigText(JSON.stringify(old));
+    expect(read.heldSecrets).toBe(true);
+    expect(read.config?.controller.prometheus).toEqual({ tlsInsecureSkipVerify: false, baseUrl: 'https://prom:9090' });
+    expect(JSON.stringify(read.config)).not.toMatch(/s3cr3t|epp|u:p@/);
+    expect(readStoredConfigText(JSON.stringify(initial)).heldSecrets).toBe(false);
   });
 });

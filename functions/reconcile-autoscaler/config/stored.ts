@@ -2,12 +2,15 @@
  * The configuration as held in Redis between ConfigMap refreshes: the parsed ConfigMaps (so an entry
  * that turns bad keeps its last good value on any worker) and the resourceVersions they were parsed
  * from (so an unchanged ConfigMap is not parsed, nor its problems reported, again). Read back with
- * zod: Redis is a boundary, and an older Ripple may have written it.
+ * zod: Redis is a boundary, and an older Ripple may have written it. Secrets are never part of it
+ * (stored-secrets.ts).
  */
 import { z } from 'zod';
+import { parseJson } from '../../../kube/json.js';
 import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from './controller-config.js';
 import { BUILT_IN_SATURATION_CONFIG, saturationEntrySchema, type SaturationConfigSet } from './saturation-config.js';
 import { EMPTY_SCALE_TO_ZERO_CONFIG, type ScaleToZeroConfigSet } from './scale-to-zero-config.js';
+import { holdsSecrets, storableControllerConfig } from './stored-secrets.js';
 
 const ms = z.number().min(0);
 
@@ -19,6 +22,7 @@ const controllerConfigSchema = z.object({
     clientCertPath: z.string().optional(),
     clientKeyPath: z.string().optional(),
     serverName: z.string().optional(),
+    // Read only so that a record an older Ripple wrote with it is recognised and rewritten without it.
     bearerToken: z.string().optional(),
     tokenPath: z.string().optional(),
   }),
@@ -95,15 +99,21 @@ export function initialConfig(now: Date): StoredConfig {
   };
 }
 
+export interface StoredConfigRead {
+  /** Undefined when there is none or it cannot be read (then it is rebuilt); never with secrets. */
+  config: StoredConfig | undefined;
+  /** The record as stored held secrets (written by an older Ripple): write it again without them. */
+  heldSecrets: boolean;
+}
+
+export function readStoredConfigText(text: string | null): StoredConfigRead {
+  if (text === null) return { config: undefined, heldSecrets: false };
+  const r = storedConfigSchema.safeParse(parseJson(text));
+  if (!r.success) return { config: undefined, heldSecrets: false };
+  return { config: { ...r.data, controller: storableControllerConfig(r.data.controller) }, heldSecrets: holdsSecrets(r.data.controller) };
+}
+
 /** The stored configuration, or undefined when there is none or it cannot be read (then it is rebuilt). */
 export function parseStoredConfig(text: string | null): StoredConfig | undefined {
-  if (text === null) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const r = storedConfigSchema.safeParse(json);
-  return r.success ? r.data : undefined;
+  return readStoredConfigText(text).config;
 }

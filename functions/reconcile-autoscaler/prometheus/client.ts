@@ -7,10 +7,15 @@
 import { readFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import fetch, { type RequestInit } from 'node-fetch';
+import { redactUrl } from '../../../runtime/redact.js';
 import type { PrometheusSettings } from '../config/controller-config.js';
 
 export interface PrometheusClient {
-  readonly baseUrl: string;
+  /**
+   * The server, for logs and records: without the credentials a `PROMETHEUS_BASE_URL` may carry,
+   * as is every message this client throws (they end up on VA status and in Warning Events).
+   */
+  readonly displayUrl: string;
   /** An instant query; resolves to the response body, rejects when Prometheus cannot be reached. */
   query(promql: string): Promise<unknown>;
 }
@@ -40,9 +45,10 @@ export async function prometheusClient(settings: PrometheusSettings & { baseUrl:
       })
     : undefined;
   const timeoutMs = opts.timeoutMs ?? 10_000;
+  const shown = redactUrl(base);
 
   return {
-    baseUrl: base,
+    displayUrl: shown,
     async query(promql) {
       // Read per query so a rotated token file is picked up without a restart.
       const token = settings.bearerToken ?? (settings.tokenPath ? (await readFile(settings.tokenPath, 'utf8')).trim() : undefined);
@@ -60,12 +66,13 @@ export async function prometheusClient(settings: PrometheusSettings & { baseUrl:
         try {
           return JSON.parse(text) as unknown;
         } catch {
-          throw new PrometheusUnreachableError(`${base} answered ${res.status} without JSON: ${text.slice(0, 200)}`);
+          throw new PrometheusUnreachableError(redactUrl(`${shown} answered ${res.status} without JSON: ${text.slice(0, 200)}`));
         }
       } catch (err) {
         if (err instanceof PrometheusUnreachableError) throw err;
+        // node-fetch's own message quotes the whole request URL, credentials included.
         const why = abort.signal.aborted ? `no answer within ${timeoutMs} ms` : err instanceof Error ? err.message : String(err);
-        throw new PrometheusUnreachableError(`cannot reach Prometheus at ${base}: ${why}`);
+        throw new PrometheusUnreachableError(redactUrl(`cannot reach Prometheus at ${shown}: ${why}`));
       } finally {
         clearTimeout(timer);
       }

@@ -3,6 +3,7 @@
  * joined with the pods each variant owns. Never throws: a failure becomes the group's error, which
  * the engine turns into "hold the last decision" and the VA's status into PrometheusError.
  */
+import { redactUrl } from '../../../runtime/redact.js';
 import type { ScaleToZeroPolicy } from '../config/scale-to-zero-config.js';
 import { parseInstantVector, parseSingleValue, valuesByPod } from '../queries/prometheus-response.js';
 import { modelQueries } from '../queries/promql.js';
@@ -38,6 +39,7 @@ export async function collectGroupInputs(
     }
     return { metrics: { status: 'ok', replicas }, ...(requestCount !== undefined ? { requestCount } : {}) };
   } catch (err) {
-    return { metrics: { status: 'error', message: err instanceof Error ? err.message : String(err) } };
+    // The message becomes MetricsAvailable's and a Warning Event's: no URL credentials, whatever threw.
+    return { metrics: { status: 'error', message: redactUrl(err instanceof Error ? err.message : String(err)) } };
   }
 }

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { parseVariantAutoscaling, type VariantAutoscalingStatus } from '../../../api/variantautoscaling.js';
+import { parseVariantAutoscaling, variantAutoscalingStatusSchema, type VariantAutoscalingStatus } from '../../../api/variantautoscaling.js';
+import { Resources } from '../../../kube/resources.js';
 import { deployment } from '../saturation/test-helpers.js';
 import { computeStatus, type EngineStatus } from '../../../status/index.js';
+import { StatusFixture } from '../../../status/test-fixtures.js';
+import { FUNCTION_NAME } from '../keys.js';
 import { resolveTarget, targetSpecProblems } from '../target/resolve.js';
-import { nextVariantAutoscalingStatus, statusEquals, unifiedStatusInputs, upstreamStatus, wholeFieldsPatch } from './va-status.js';
+import { variantStatusWrite } from './va-status.js';
 
 const spec = { scaleTargetRef: { kind: 'Deployment', name: 'llama-8b' }, modelID: 'meta/llama-3.1-8b' };
 const t0 = new Date('2026-01-29T10:00:00Z');
@@ -18,62 +21,88 @@ const decision = {
   optimizationReady: { type: 'OptimizationReady', status: 'True' as const, reason: 'OptimizationSucceeded', message: 'no change (desired 3 replica(s))' },
 };
 
-function valid(status: VariantAutoscalingStatus) {
+function valid(status: unknown): VariantAutoscalingStatus {
   const r = parseVariantAutoscaling({ metadata: { name: 'v' }, spec, status });
   expect(r.ok, r.ok ? '' : r.errors.join('\n')).toBe(true);
+  return variantAutoscalingStatusSchema.parse(status);
 }
 
-describe('nextVariantAutoscalingStatus', () => {
-  it('writes the whole desiredOptimizedAlloc and persists all three conditions', () => {
-    const s = nextVariantAutoscalingStatus({ previous: undefined, generation: 1, now: t0, target: resolveTarget({ spec: { ...spec, variantCost: '10.0' } }, deployment('llama-8b', 3)), decision, actuationApplied: true });
+/**
+ * A VA whose status is written exactly as reconcile-variant.ts writes it: `variantStatusWrite`
+ * through `writeStatus`, applied to the stored object as the API server applies the merge patch.
+ */
+class VaFixture extends StatusFixture {
+  constructor() {
+    super({ resource: Resources.variantAutoscaling, source: FUNCTION_NAME, nowMs: t0.getTime(), object: { metadata: { name: 'v', namespace: 'llm', uid: 'u1', generation: 1, resourceVersion: '1' } } });
+  }
+
+  async write(i: Omit<Parameters<typeof variantStatusWrite>[0], 'previous' | 'specErrors'>, at: Date) {
+    this.nowMs = at.getTime();
+    const previous = variantAutoscalingStatusSchema.safeParse(this.object.status).data;
+    const { input, fields } = variantStatusWrite({ previous, specErrors: [], ...i });
+    return this.reconcile(input, fields);
+  }
+}
+
+const conditions = (status: VariantAutoscalingStatus) => status.conditions?.filter((c) => ['TargetResolved', 'MetricsAvailable', 'OptimizationReady'].includes(c.type));
+
+describe('the status reconcile-variant writes', () => {
+  it('writes the whole desiredOptimizedAlloc and persists all three conditions', async () => {
+    const f = new VaFixture();
+    await f.write({ target: resolveTarget({ spec: { ...spec, variantCost: '10.0' } }, deployment('llama-8b', 3)), decision, actuationApplied: true }, t0);
+    const s = valid(f.object.status);
     expect(s.desiredOptimizedAlloc).toEqual({ accelerator: 'A100', numReplicas: 3, lastRunTime: '2026-01-29T10:00:00Z' });
     expect(s.currentAllocation).toEqual({ numReplicas: 3, accelerator: 'A100' });
     expect(s.actuation).toEqual({ applied: true });
-    expect(s.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([
+    expect(conditions(s)?.map((c) => [c.type, c.status, c.reason])).toEqual([
       ['TargetResolved', 'True', 'TargetFound'],
       ['MetricsAvailable', 'True', 'MetricsFound'],
       ['OptimizationReady', 'True', 'OptimizationSucceeded'],
     ]);
-    valid(s);
   });
 
-  it('writes numReplicas 0 (never dropped)', () => {
-    const s = nextVariantAutoscalingStatus({ previous: undefined, now: t0, target: resolveTarget({ spec: { ...spec, variantCost: '1' } }, deployment('llama-8b', 1)), decision: { ...decision, desiredReplicas: 0 } });
-    expect(s.desiredOptimizedAlloc).toEqual({ accelerator: 'A100', numReplicas: 0, lastRunTime: '2026-01-29T10:00:00Z' });
-    valid(s);
+  it('writes numReplicas 0 (never dropped)', async () => {
+    const f = new VaFixture();
+    await f.write({ target: resolveTarget({ spec: { ...spec, variantCost: '1' } }, deployment('llama-8b', 1)), decision: { ...decision, desiredReplicas: 0 } }, t0);
+    expect(valid(f.object.status).desiredOptimizedAlloc).toEqual({ accelerator: 'A100', numReplicas: 0, lastRunTime: '2026-01-29T10:00:00Z' });
   });
 
-  it('after the Deployment is deleted: seed 003 example 3', () => {
-    const before = nextVariantAutoscalingStatus({ previous: undefined, generation: 1, now: t0, target: resolveTarget({ spec: { ...spec, variantCost: '1' } }, deployment('llama-8b', 3)), decision });
-    const after = nextVariantAutoscalingStatus({ previous: before, generation: 1, now: t1, target: resolveTarget({ spec: { ...spec, variantCost: '1' } }, undefined) });
-    expect(after.conditions?.map((c) => [c.type, c.status, c.reason, c.message, c.lastTransitionTime])).toEqual([
+  it('after the Deployment is deleted: seed 003 example 3, with currentAllocation written whole', async () => {
+    const f = new VaFixture();
+    const va = { spec: { ...spec, variantCost: '1' } };
+    await f.write({ target: resolveTarget(va, deployment('llama-8b', 3)), decision, actuationApplied: true }, t0);
+    await f.write({ target: resolveTarget(va, undefined) }, t1);
+    const after = valid(f.object.status);
+    expect(conditions(after)?.map((c) => [c.type, c.status, c.reason, c.message, c.lastTransitionTime])).toEqual([
       ['TargetResolved', 'False', 'TargetNotFound', 'Scale target Deployment llama-8b not found', '2026-01-29T10:01:00Z'],
       ['MetricsAvailable', 'False', 'MetricsMissing', 'No metrics: scale target Deployment llama-8b is gone', '2026-01-29T10:01:00Z'],
       ['OptimizationReady', 'False', 'MetricsUnavailable', 'Not optimized until scale target Deployment llama-8b exists', '2026-01-29T10:01:00Z'],
     ]);
+    // The accelerator of the old allocation is gone, not merged into the new one.
     expect(after.currentAllocation).toEqual({ numReplicas: 0 });
-    valid(after);
+    expect(after.actuation).toEqual({ applied: false });
+    // Written once: the same observation again changes nothing.
+    expect((await f.write({ target: resolveTarget(va, undefined) }, new Date(t1.getTime() + 30_000))).written).toBe(false);
     // recreated → resolved again
-    const again = nextVariantAutoscalingStatus({ previous: after, generation: 1, now: t1, target: resolveTarget({ spec: { ...spec, variantCost: '1' } }, deployment('llama-8b', 1)) });
-    expect(again.conditions?.[0]).toMatchObject({ status: 'True', reason: 'TargetFound', message: 'Scale target Deployment llama-8b found' });
+    await f.write({ target: resolveTarget(va, deployment('llama-8b', 1)) }, new Date(t1.getTime() + 60_000));
+    expect(conditions(valid(f.object.status))?.[0]).toMatchObject({ status: 'True', reason: 'TargetFound', message: 'Scale target Deployment llama-8b found' });
   });
 
-  it('is stable: the same inputs give an equal status, so nothing is rewritten', () => {
+  it('is stable: the same inputs write nothing the second time; a new decision writes again', async () => {
+    const f = new VaFixture();
     const target = resolveTarget({ spec: { ...spec, variantCost: '1' } }, deployment('llama-8b', 3));
-    const a = nextVariantAutoscalingStatus({ previous: undefined, generation: 1, now: t0, target, decision });
-    const b = nextVariantAutoscalingStatus({ previous: a, generation: 1, now: t1, target, decision });
-    expect(statusEquals(a, b)).toBe(true);
-    const c = nextVariantAutoscalingStatus({ previous: b, generation: 1, now: t1, target, decision: { ...decision, desiredReplicas: 4, decidedAt: '2026-01-29T10:01:00Z' } });
-    expect(statusEquals(b, c)).toBe(false);
+    expect((await f.write({ target, decision }, t0)).written).toBe(true);
+    expect((await f.write({ target, decision }, t1)).written).toBe(false);
+    expect((await f.write({ target, decision: { ...decision, desiredReplicas: 4, decidedAt: '2026-01-29T10:01:00Z' } }, t1)).written).toBe(true);
+    expect(f.patches).toHaveLength(2);
   });
 });
 
 describe('the unified status model (status/ engine) for a VA', () => {
   const va = { spec: { ...spec, variantCost: '10.0' } };
-  const run = (inputs: Parameters<typeof unifiedStatusInputs>[0], previous?: EngineStatus, now = t0) => {
-    const upstream = upstreamStatus({ previous: undefined, target: inputs.target, ...(inputs.decision ? { decision: inputs.decision } : {}) });
-    return computeStatus({ generation: 2, now, previous, ...unifiedStatusInputs(inputs), upstreamConditions: upstream.conditions });
-  };
+  // The engine's half of what writeStatus does with variantStatusWrite's inputs.
+  const run = (inputs: Omit<Parameters<typeof variantStatusWrite>[0], 'previous'>, previous?: EngineStatus, now = t0) =>
+    computeStatus({ generation: 2, now, previous, ...variantStatusWrite({ previous: undefined, ...inputs }).input });
   const cond = (s: { conditions: readonly { type: string; status: string; reason: string }[] }, type: string) => {
     const c = s.conditions.find((x) => x.type === type);
     return c ? [c.status, c.reason] : undefined;
@@ -146,19 +175,5 @@ describe('the unified status model (status/ engine) for a VA', () => {
     const later = run({ specErrors: [], target: resolveTarget(va, deployment('llama-8b', 2)), decision: failing }, first.status, new Date(t1.getTime() + 11_000));
     expect(later.status.phase).toBe('Degraded');
     expect(cond(later.status, 'Ready')).toEqual(['False', 'DependenciesUnreachable']);
-  });
-});
-
-describe('wholeFieldsPatch', () => {
-  it('removes nested keys the new value lacks, and sends nothing extra once they are gone', () => {
-    const previous: VariantAutoscalingStatus = { currentAllocation: { numReplicas: 3, accelerator: 'A100' }, desiredOptimizedAlloc: { accelerator: 'A100', numReplicas: 3 } };
-    expect(wholeFieldsPatch(previous, { currentAllocation: { numReplicas: 0 }, actuation: { applied: false } })).toEqual({
-      currentAllocation: { numReplicas: 0, accelerator: null },
-      actuation: { applied: false },
-    });
-    expect(wholeFieldsPatch({ currentAllocation: { numReplicas: 0 } }, { currentAllocation: { numReplicas: 0 } })).toEqual({ currentAllocation: { numReplicas: 0 } });
-    expect(wholeFieldsPatch(undefined, { desiredOptimizedAlloc: { accelerator: 'A100', numReplicas: 0, lastRunTime: '2026-01-29T10:00:00Z' } })).toEqual({
-      desiredOptimizedAlloc: { accelerator: 'A100', numReplicas: 0, lastRunTime: '2026-01-29T10:00:00Z' },
-    });
   });
 });

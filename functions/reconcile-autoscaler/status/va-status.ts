@@ -7,8 +7,8 @@
  *   ConfigValid, DependenciesReachable and the children `ScaleTargetReady` and `ScalingReady`.
  */
 import type { VariantAutoscalingStatus } from '../../../api/variantautoscaling.js';
-import { setCondition, type ConditionInput } from '../../../status/conditions.js';
-import type { ChildHealth, ClassifiedError } from '../../../status/engine.js';
+import type { ConditionInput } from '../../../status/conditions.js';
+import type { ChildHealth, ClassifiedError, StateEngineInput } from '../../../status/engine.js';
 import type { VariantDecision } from '../saturation/decision.js';
 import type { TargetResolution } from '../target/resolve.js';
 
@@ -16,11 +16,8 @@ import type { TargetResolution } from '../target/resolve.js';
 export type StatusDecision = Pick<VariantDecision, 'desiredReplicas' | 'accelerator' | 'currentReplicas' | 'decidedAt' | 'metricsAvailable' | 'optimizationReady'> &
   Partial<Pick<VariantDecision, 'source'>>;
 
-export interface StatusInputs {
+export interface UpstreamInputs {
   previous: VariantAutoscalingStatus | undefined;
-  /** `metadata.generation` of the VA read for this reconcile. */
-  generation?: number;
-  now: Date;
   target: TargetResolution;
   /** The latest cycle's decision for this VA, when one exists. */
   decision?: StatusDecision;
@@ -34,7 +31,7 @@ export interface UpstreamStatus {
   conditions: ConditionInput[];
 }
 
-export function upstreamStatus(i: Pick<StatusInputs, 'previous' | 'target' | 'decision' | 'actuationApplied'>): UpstreamStatus {
+export function upstreamStatus(i: UpstreamInputs): UpstreamStatus {
   const conditions: ConditionInput[] = [i.target.condition];
   const fields: UpstreamStatus['fields'] = {};
   if (!i.target.found && i.target.cleared) {
@@ -51,28 +48,6 @@ export function upstreamStatus(i: Pick<StatusInputs, 'previous' | 'target' | 'de
     conditions.push(d.metricsAvailable, d.optimizationReady);
   }
   return { fields, conditions };
-}
-
-/** WVA's part applied to the previous status (conditions the Kubernetes way), without the unified model. */
-export function nextVariantAutoscalingStatus(i: StatusInputs): VariantAutoscalingStatus {
-  const prev = i.previous ?? {};
-  const { fields, conditions } = upstreamStatus(i);
-  let list = prev.conditions ?? [];
-  for (const c of conditions) list = setCondition(list, { ...c, ...(i.generation !== undefined ? { observedGeneration: i.generation } : {}) }, i.now);
-  return { ...prev, ...fields, conditions: list };
-}
-
-/** Deep equality of two statuses, so an unchanged status is not written again. */
-export function statusEquals(a: VariantAutoscalingStatus | undefined, b: VariantAutoscalingStatus | undefined): boolean {
-  return canonical(a ?? {}) === canonical(b ?? {});
-}
-
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, value: unknown) =>
-    value && typeof value === 'object' && !Array.isArray(value)
-      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).filter(([, x]) => x !== undefined).sort(([x], [y]) => (x < y ? -1 : 1)))
-      : value,
-  );
 }
 
 /** The Deployment named by scaleTargetRef: `ScaleTargetReady`. */
@@ -124,22 +99,14 @@ export function unifiedStatusInputs(i: UnifiedInputs): { children: ChildHealth[]
 }
 
 /**
- * The fields as a JSON merge patch that writes each of them whole: a merge patch merges nested
- * objects, so a key the previous value had and the new one lacks (the accelerator of a
- * currentAllocation cleared to 0) is sent as `null` to be removed. Keys already absent are not sent
- * again, so an unchanged status still compares equal and is not rewritten.
+ * What one VA reconcile hands to `writeStatus`: WVA's fields (each written whole by the helper) and
+ * the engine's inputs with WVA's conditions among them.
  */
-export function wholeFieldsPatch(previous: VariantAutoscalingStatus | undefined, fields: UpstreamStatus['fields']): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(fields)) {
-    const before = (previous as Record<string, unknown> | undefined)?.[name];
-    if (value === undefined) continue;
-    if (before === null || typeof before !== 'object' || Array.isArray(before) || typeof value !== 'object') {
-      out[name] = value;
-      continue;
-    }
-    const removed = Object.keys(before).filter((k) => !(k in value));
-    out[name] = removed.length === 0 ? value : { ...value, ...Object.fromEntries(removed.map((k) => [k, null])) };
-  }
-  return out;
+export function variantStatusWrite(i: UpstreamInputs & { specErrors: readonly string[] }): {
+  input: Omit<StateEngineInput, 'previous' | 'generation' | 'now'>;
+  fields: UpstreamStatus['fields'];
+} {
+  const upstream = upstreamStatus(i);
+  const { children, errors } = unifiedStatusInputs({ specErrors: i.specErrors, target: i.target, ...(i.decision !== undefined ? { decision: i.decision } : {}) });
+  return { input: { children, errors, upstreamConditions: upstream.conditions }, fields: upstream.fields };
 }

@@ -71,7 +71,7 @@ describe('creating a ModelServing', () => {
     ]);
     s.apply(second);
     const third = s.plan();
-    expect(third.statusChanged).toBe(false);
+    expect(third.status).toEqual(s.ms.status);
     expect(third.roleTransitions).toEqual([]);
   });
 

@@ -35,7 +35,7 @@ import { selectForReplacement, selectRoleInstancesForReplacement } from './rolli
 import { roleKey, roleStateOf, roleTransitions, type GroupState, type RoleStatusSnapshot, type RoleTransition } from './role-status.js';
 import { ordinalsToCreate, selectForScaleDown } from './scale.js';
 import { desiredHeadlessService, needsHeadlessService } from './service.js';
-import { computeStatus, statusEqual } from './status.js';
+import { computeStatus } from './status.js';
 
 export interface ObservedState {
   /** Parsed with `parseModelServing`, as read from the API server (name, namespace and uid set). */
@@ -65,9 +65,8 @@ export interface PlanOptions {
 export interface Plan {
   updateRevision: string;
   actions: Action[];
-  /** The status to write; `statusChanged` says whether it differs from the current one. */
+  /** Kthena's status as the plan leaves it; the handler writes it through status/write.ts, which decides whether it changed. */
   status: ModelServingStatus;
-  statusChanged: boolean;
   /** The role-status datastore's next content, and the transitions to announce as Events. */
   roleStatus: RoleStatusSnapshot;
   roleTransitions: RoleTransition[];
@@ -512,7 +511,6 @@ function finish(ctx: Ctx, input: ObservedState, head: Action[], frozenStatus: Mo
     updateRevision: ctx.rev.updateRevision,
     actions: [...ctx.deletes.filter(uniqueDeletes()), ...head, ...pgActions, ...ctx.creates, ...tail],
     status,
-    statusChanged: !statusEqual(previousStatus, status),
     roleStatus: snapshot,
     roleTransitions: frozenStatus ? [] : roleTransitions(input.roleStatus, snapshot, createdNow, ctx.failed),
     requeueAfterSeconds: next === undefined ? undefined : Math.max(0, Math.ceil((next - ctx.now) / 1000)),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Condition } from '../../../api/modelserving.js';
-import { computeStatus, conditionVerdict, currentRevisionOf, nextConditions, statusEqual, type StatusGroup } from './status.js';
+import { computeStatus, conditionVerdict, currentRevisionOf, nextConditions, type StatusGroup } from './status.js';
 
 const g = (ordinal: number, revision: string, o: Partial<StatusGroup> = {}): StatusGroup => ({
   ordinal,
@@ -97,12 +97,5 @@ describe('conditions', () => {
   it('keeps conditions of other types', () => {
     const other: Condition = { type: 'Ready', status: 'True', reason: 'X', message: '', lastTransitionTime: 't0' };
     expect(nextConditions([other], verdict([g(0, 'v2')]), 1, 't1')[0]).toBe(other);
-  });
-});
-
-describe('statusEqual', () => {
-  it('ignores key order', () => {
-    expect(statusEqual({ replicas: 1, availableReplicas: 1 }, { availableReplicas: 1, replicas: 1 })).toBe(true);
-    expect(statusEqual({ replicas: 1 }, { replicas: 2 })).toBe(false);
   });
 });

@@ -133,20 +133,3 @@ export function computeStatus(input: StatusInputs): ModelServingStatus {
   if (input.generation !== undefined) status.observedGeneration = input.generation;
   return status;
 }
-
-/** Status equality for "write only when it changed" (order of conditions included). */
-export function statusEqual(a: ModelServingStatus | undefined, b: ModelServingStatus | undefined): boolean {
-  return JSON.stringify(sortKeys(a ?? {})) === JSON.stringify(sortKeys(b ?? {}));
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v && typeof v === 'object') {
-    return Object.fromEntries(
-      Object.keys(v)
-        .sort()
-        .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
-    );
-  }
-  return v;
-}

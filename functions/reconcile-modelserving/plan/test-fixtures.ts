@@ -6,6 +6,7 @@
  */
 import type { V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
 import { parseModelServing, type ModelServing } from '../../../api/modelserving.js';
+import { sortedJson } from '../../../kube/json.js';
 import { describeAction } from './actions.js';
 import { LABEL_GROUP_NAME, LABEL_REVISION, LABEL_ROLE, LABEL_ROLE_ID } from './names.js';
 import { planModelServing, type ObservedState, type Plan } from './plan.js';
@@ -211,7 +212,7 @@ export class Steps {
       this.gone();
       this.ready();
       const plan = this.plan();
-      if (plan.actions.length === 0 && !plan.statusChanged) return;
+      if (plan.actions.length === 0 && sortedJson(plan.status) === sortedJson(this.ms.status ?? {})) return;
       this.apply(plan);
     }
     throw new Error('did not converge');
