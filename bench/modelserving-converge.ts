@@ -159,25 +159,36 @@ async function withNamespace<T>(kc: KubeConfig, prefix: string, fn: (ns: string)
   }
 }
 
-/** Resolves when `done` holds for the objects a watch reports (started before anything is created). */
+/**
+ * Resolves when `done` holds for the objects a watch reports (started before anything is created). A
+ * watch the server or the network ends is started again: a fresh watch replays every object as ADDED,
+ * so a dropped stream can delay the measurement by a reconnect but never hang the benchmark.
+ */
 async function watchUntil(kc: KubeConfig, watchPath: string, done: (objects: Map<string, Record<string, unknown>>) => boolean) {
   const objects = new Map<string, Record<string, unknown>>();
   let resolve!: () => void;
-  const finished = new Promise<void>((r) => (resolve = r));
-  const req = await who.run('bench', () =>
-    new Watch(kc).watch(
-      watchPath,
-      {},
-      (type: string, obj: Record<string, unknown>) => {
-        const name = (obj.metadata as { name?: string } | undefined)?.name ?? '';
-        if (type === 'DELETED') objects.delete(name);
-        else objects.set(name, obj);
-        if (done(objects)) resolve();
-      },
-      () => undefined,
-    ),
-  );
-  return { finished, stop: () => req.abort() };
+  let settled = false;
+  const finished = new Promise<void>((r) => (resolve = () => ((settled = true), r())));
+  let current: AbortController | undefined;
+  const start = async (): Promise<void> => {
+    current = await who.run('bench', () =>
+      new Watch(kc).watch(
+        watchPath,
+        {},
+        (type: string, obj: Record<string, unknown>) => {
+          const name = (obj.metadata as { name?: string } | undefined)?.name ?? '';
+          if (type === 'DELETED') objects.delete(name);
+          else objects.set(name, obj);
+          if (done(objects)) resolve();
+        },
+        () => {
+          if (!settled) setTimeout(() => void start(), 200);
+        },
+      ),
+    );
+  };
+  await start();
+  return { finished, stop: () => current?.abort() };
 }
 
 function podReady(obj: Record<string, unknown>): boolean {
