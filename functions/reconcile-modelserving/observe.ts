@@ -9,6 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseJson } from '../../kube/json.js';
+import { ownerReferenceSchema } from '../../kube/object.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
 import type { ClusterCapabilities, PodGroupObject } from './plan/gang.js';
@@ -40,18 +41,7 @@ const podGroupSchema = z.object({
     uid: z.string().optional(),
     labels: z.record(z.string(), z.string()).optional(),
     annotations: z.record(z.string(), z.string()).optional(),
-    ownerReferences: z
-      .array(
-        z.object({
-          apiVersion: z.string(),
-          kind: z.string(),
-          name: z.string(),
-          uid: z.string(),
-          controller: z.boolean().optional(),
-          blockOwnerDeletion: z.boolean().optional(),
-        }),
-      )
-      .optional(),
+    ownerReferences: z.array(ownerReferenceSchema).optional(),
   }),
   spec: z.looseObject({
     minMember: z.number().default(0),

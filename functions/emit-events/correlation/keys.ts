@@ -7,22 +7,15 @@ import type { EventRequest } from './event-request.js';
  * different field splits can never produce the same key.
  */
 
+/** The involved object's identity in client-go's field order; fieldPath only where the key includes it. */
+function involved(r: EventRequest, withFieldPath: boolean): string[] {
+  const o = r.involvedObject;
+  return [o.kind, o.namespace ?? '', o.name, ...(withFieldPath ? [o.fieldPath ?? ''] : []), o.uid ?? '', o.apiVersion];
+}
+
 /** Identical events: source, involved object incl. fieldPath, type, reason, message. */
 export function eventKey(r: EventRequest): string {
-  const o = r.involvedObject;
-  return JSON.stringify([
-    'event',
-    r.source,
-    o.kind,
-    o.namespace ?? '',
-    o.name,
-    o.fieldPath ?? '',
-    o.uid ?? '',
-    o.apiVersion,
-    r.type,
-    r.reason,
-    r.message,
-  ]);
+  return JSON.stringify(['event', r.source, ...involved(r, true), r.type, r.reason, r.message]);
 }
 
 /**
@@ -30,34 +23,12 @@ export function eventKey(r: EventRequest): string {
  * reporting controller (which the core/v1 recorder sets from the source; the instance is always empty).
  */
 export function aggregateKey(r: EventRequest): string {
-  const o = r.involvedObject;
-  return JSON.stringify([
-    'aggregate',
-    r.source,
-    o.kind,
-    o.namespace ?? '',
-    o.name,
-    o.uid ?? '',
-    o.apiVersion,
-    r.type,
-    r.reason,
-    r.source,
-  ]);
+  return JSON.stringify(['aggregate', r.source, ...involved(r, false), r.type, r.reason, r.source]);
 }
 
 /** The spam filter's bucket: source, involved object, and type (in the key since Kubernetes 1.32). */
 export function spamKey(r: EventRequest): string {
-  const o = r.involvedObject;
-  return JSON.stringify([
-    'spam',
-    r.source,
-    o.kind,
-    o.namespace ?? '',
-    o.name,
-    o.uid ?? '',
-    o.apiVersion,
-    r.type,
-  ]);
+  return JSON.stringify(['spam', r.source, ...involved(r, false), r.type]);
 }
 
 export function sha256Hex(text: string): string {
