@@ -119,7 +119,9 @@ return 1
 
 /**
  * KEYS: pending, due, active, dirty, failures, seq, pendingSince.
- * ARGV: key, jobId, outcome (success|terminal|error|requeue), requeueAfterMs, baseMs, maxMs, jobKeyPrefix.
+ * ARGV: key, jobId, outcome (success|terminal|error|requeue), requeueAfterMs, backoffMs, jobKeyPrefix.
+ * backoffMs is the delay for this failure, computed by the worker from queue/backoff.ts: the policy
+ * lives in one place, and the script only records the count and schedules the retry.
  * Releases the key and schedules what must follow: a request that came in meanwhile (dirty), a
  * backoff retry, or a requeueAfter — whichever is due first. Returns schedule()'s four fields (or
  * {'none', '', '0', '0'}) followed by the failure count and the backoff in ms, for metrics and logs.
@@ -137,8 +139,7 @@ end
 local failures, backoff = 0, 0
 if outcome == 'error' then
   failures = redis.call('HINCRBY', KEYS[5], key, 1)
-  local exp = math.min(failures - 1, 62)
-  backoff = math.min(tonumber(ARGV[6]), tonumber(ARGV[5]) * (2 ^ exp))
+  backoff = tonumber(ARGV[5])
   due = math.min(due or math.huge, now + backoff)
 else
   redis.call('HDEL', KEYS[5], key)
@@ -147,7 +148,7 @@ else
   end
 end
 local r
-if due then r = schedule(key, due, now, ARGV[7]) else r = {'none', '', '0', '0'} end
+if due then r = schedule(key, due, now, ARGV[6]) else r = {'none', '', '0', '0'} end
 table.insert(r, tostring(failures))
 table.insert(r, tostring(backoff))
 return r

@@ -3,7 +3,7 @@ import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
-import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { DeadlineExceededError, withDeadline } from './deadline.js';
 import type { QueueMetrics } from './metrics.js';
 import { withRetries, type RetryPolicy } from './retry.js';
@@ -132,12 +132,15 @@ export class KeyedWorker {
     m?.workDuration.observe(labels, seconds);
     m?.reconcileTime.observe({ controller: this.name }, seconds);
 
-    const backoff = this.opts.backoff ?? DEFAULT_BACKOFF;
+    // Only this worker holds the key, so the failure count it reads cannot change before RELEASE
+    // increments it; reading it costs a round trip on the error path only.
+    const backoffMs =
+      outcome === 'error' ? backoffDelay(this.opts.backoff ?? DEFAULT_BACKOFF, Number((await redis.hget(k.failures, key)) ?? 0) + 1) : 0;
     const raw = await runScript(
       redis,
       RELEASE,
       [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince],
-      [key, jobId, outcome, String(Math.round(requeueAfterMs)), String(backoff.baseMs), String(backoff.maxMs), k.jobKeyPrefix],
+      [key, jobId, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix],
     );
     const next = parseSchedule(raw);
     await this.applyFollowUp(key, next, outcome === 'error' ? 'retry' : outcome === 'requeue' ? 'requeue' : 'dirty', log);
