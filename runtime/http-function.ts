@@ -13,6 +13,7 @@ import type { FunctionDefinition } from './function.js';
 import type { Logger } from './log.js';
 import { redactUrl } from './redact.js';
 import { presentedSecret, secretMatches } from './secrets.js';
+import { runScript } from '../queue/run-script.js';
 
 /*
  * One function as an HTTP service (Knative Serving, OpenFaaS, or any platform that POSTs).
@@ -336,7 +337,7 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
       return answer(c, 429, { status: 'busy', key, error: 'this key is being reconciled by another request' });
     }
     const renew = setInterval(() => {
-      opts.redis.eval(RENEW, 1, leaseKey, reconcileId, String(leaseMs)).catch((err: unknown) => log.warn({ err: String(err) }, 'could not renew the key lease'));
+      runScript(opts.redis, RENEW, [leaseKey], [reconcileId, String(leaseMs)]).catch((err: unknown) => log.warn({ err: String(err) }, 'could not renew the key lease'));
     }, Math.max(100, Math.floor(leaseMs / 3)));
 
     opts.metrics?.activeWorkers.inc({ controller: fn });
@@ -364,7 +365,7 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
       return answer(c, 500, { status: 'error', key, reconcileId, requestId, error: internalError(requestId) });
     } finally {
       clearInterval(renew);
-      await opts.redis.eval(RELEASE, 1, leaseKey, reconcileId).catch((err: unknown) => log.warn({ err: String(err) }, 'could not release the key lease; it expires by itself'));
+      await runScript(opts.redis, RELEASE, [leaseKey], [reconcileId]).catch((err: unknown) => log.warn({ err: String(err) }, 'could not release the key lease; it expires by itself'));
       opts.metrics?.activeWorkers.dec({ controller: fn });
     }
   }

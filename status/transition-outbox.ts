@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseJson, sortedJson } from '../kube/json.js';
 import { ConditionStatusSchema } from './schema.js';
+import { runScript } from '../queue/run-script.js';
 
 /*
  * Condition-transition Events, sent at least once. The status is the record and lives in the API
@@ -62,7 +63,7 @@ export function redisTransitionOutbox(redis: Redis, key: string): TransitionOutb
       await redis.multi().hset(key, ...fields).expire(key, OUTBOX_TTL_SECONDS).exec();
     },
     async remove(entry) {
-      await redis.eval(REMOVE_IF_SAME, 1, key, entry.condition.type, sortedJson(entry));
+      await runScript(redis, REMOVE_IF_SAME, [key], [entry.condition.type, sortedJson(entry)]);
     },
   };
 }

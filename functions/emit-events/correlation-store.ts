@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseJson } from '../../kube/json.js';
 import { eventRequestSchema, type EventRequest } from '../../runtime/events.js';
+import { runScript } from '../../queue/run-script.js';
 import {
   AggregateRecordSchema,
   type CorrelationState,
@@ -130,18 +131,14 @@ export async function correlateInRedis(
     });
     const intent = intentOf(result.action);
     const reply = commitReplySchema.parse(
-      await redis.eval(
-        COMMIT,
-        5,
-        ...recordKeys,
-        marker,
+      await runScript(redis, COMMIT, [...recordKeys, marker], [
         ...raw.slice(0, 4).map((v) => v ?? ''),
         ...writes,
         ...FIELDS.map((f) => String(ttls[f] ?? 1)),
         JSON.stringify(intent),
         // As long as the Event it counts on is remembered; a redelivery comes much sooner than this.
         String(opts.observationTtlMs),
-      ),
+      ]),
     );
     if (reply[0] === 'committed') return { intent, replayed: false, aggregated: result.aggregated };
     if (reply[0] === 'replay') return replay(reply[1]);

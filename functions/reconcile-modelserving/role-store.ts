@@ -22,6 +22,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { parseJson, sortedJson } from '../../kube/json.js';
 import type { RoleStatusSnapshot, RoleTransition } from './plan/role-status.js';
+import { runScript } from '../../queue/run-script.js';
 
 export const ROLE_STATUS_KEY_PART = 'modelserving:roles';
 
@@ -148,11 +149,11 @@ export function roleStore(redis: Redis, prefix: string, namespace: string, name:
       const seq = String((Number.parseInt(expectedSeq, 10) || 0) + 1);
       const fields = ['uid', uid, 'seq', seq, 'updatedAt', now.toISOString(), ...encodeRoleStatus(snapshot)];
       if (transitions.length) fields.push('outbox', JSON.stringify(transitions));
-      const ok = await redis.eval(REPLACE, 1, key, expectedSeq, seq, ...fields);
+      const ok = await runScript(redis, REPLACE, [key], [expectedSeq, seq, ...fields]);
       return ok === 1 ? seq : undefined;
     },
     async clearOutbox(seq) {
-      await redis.eval(CLEAR_OUTBOX, 1, key, seq);
+      await runScript(redis, CLEAR_OUTBOX, [key], [seq]);
     },
     async remove() {
       await redis.del(key);
