@@ -2,11 +2,9 @@
 # Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from the Go
 # module proxy into a git-ignored cache. A second run finds the stamp and returns at once.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 # shellcheck source=versions.env
 source "$here/versions.env"
-bin="${RIPPLE_CONTROL_PLANE_BIN:-$root/.cache/control-plane/bin}"
 mkdir -p "$bin"
 
 stamp_of() { cat "$here/versions.env" "$here"/build/*/go.mod "$here"/build/*/go.sum | sha256sum | cut -c1-16; }

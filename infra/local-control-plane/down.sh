@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Stops every process up.sh started and removes the sandbox's state (etcd data, keys, kubeconfig).
 set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-dir="${RIPPLE_SANDBOX_DIR:-$root/.sandbox}"
+source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 if [[ ! -f "$dir/pids" ]]; then
   echo "sandbox: nothing running in $dir"; rm -rf "$dir"; exit 0
 fi

@@ -2,10 +2,7 @@
 # Restarts one component of the running sandbox with the same flags and ports (tests use it to cut
 # every watch at once: `restart.sh kube-apiserver`). Waits until the apiserver answers again.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-bin="${RIPPLE_CONTROL_PLANE_BIN:-$root/.cache/control-plane/bin}"
-dir="${RIPPLE_SANDBOX_DIR:-$root/.sandbox}"
+source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 name="${1:?usage: restart.sh <etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok> [down-seconds]}"
 down="${2:-0}"
 [[ -f "$dir/cmd/$name" ]] || { echo "sandbox: no running $name in $dir" >&2; exit 1; }

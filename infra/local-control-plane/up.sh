@@ -4,10 +4,7 @@
 # $RIPPLE_SANDBOX_DIR/kubeconfig (default .sandbox/kubeconfig) and leaves the processes running;
 # down.sh stops them. Running it again while the sandbox is up only checks that it is healthy.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-bin="${RIPPLE_CONTROL_PLANE_BIN:-$root/.cache/control-plane/bin}"
-dir="${RIPPLE_SANDBOX_DIR:-$root/.sandbox}"
+source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 nodes="${RIPPLE_SANDBOX_NODES:-3}"
 started=$(date +%s)
 say() { printf 'sandbox: %s (%ds)\n' "$*" "$(( $(date +%s) - started ))"; }
