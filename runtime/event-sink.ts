@@ -11,6 +11,23 @@ export function eventRequestsKey(prefix: string, objectKey: string): string {
 }
 
 /**
+ * The objects whose requests are still waiting: emit-events' resync. A request is pushed before its
+ * key is enqueued, so an emitter that dies between the two leaves a list nobody was told about; the
+ * tick finds it. Lists are removed when drained, so this scans only what is pending.
+ */
+export async function pendingEventObjects(redis: Redis, prefix: string): Promise<string[]> {
+  const head = eventRequestsKey(prefix, '');
+  const found: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${head}*`, 'COUNT', 500);
+    cursor = next;
+    for (const key of keys) found.push(key.slice(head.length));
+  } while (cursor !== '0');
+  return found;
+}
+
+/**
  * Hands event requests to emit-events: each request is appended to a list per involved object, and the
  * object's key goes on emit-events' keyed queue. The keyed queue makes one worker at a time the writer
  * for an object's Events (so counts are never raced), while the list keeps every request: coalescing

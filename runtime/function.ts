@@ -74,7 +74,7 @@ export interface Trigger {
   map: Mapper;
 }
 
-/** What a function's metrics hook may read when /metrics is scraped (state lives in Redis, not the process). */
+/** What a function's metrics and resync hooks may read (state lives in Redis, not the process). */
 export interface MetricsDeps {
   redis: Redis;
   prefix: string;
@@ -106,10 +106,12 @@ export interface FunctionDefinition {
    */
   reconcileTimeoutMs?: number;
   /**
-   * Keys the resync tick enqueues instead of every primary object: for a function whose tick must run
-   * one global step first (the autoscaler's optimization cycle), which then enqueues the primaries.
+   * What the resync tick enqueues instead of every primary object. The autoscaler returns its one
+   * global step (the optimization cycle, which then enqueues the VAs); emit-events, which has no
+   * primary, returns the objects whose event requests are still waiting. A function with this and no
+   * primary still gets a tick.
    */
-  tickKeys?: string[];
+  resyncKeys?: (deps: MetricsDeps) => Promise<string[]>;
   /** Registers the function's own collectors on the process registry that /metrics serves. */
   metrics?: (registry: Registry, deps: MetricsDeps) => void;
 }

@@ -125,7 +125,7 @@ export class FunctionHost {
   /** Installs (or updates) every function's resync tick. Safe to call from every replica. */
   async scheduleResyncs(): Promise<void> {
     for (const def of this.opts.functions) {
-      if (def.primary) await upsertResync(this.queue(def.name), def.resyncIntervalMs ?? 60_000);
+      if (def.primary || def.resyncKeys) await upsertResync(this.queue(def.name), def.resyncIntervalMs ?? 60_000);
     }
   }
 
@@ -134,15 +134,16 @@ export class FunctionHost {
     return !this.closing && this.workers.every((w) => w.worker.isRunning());
   }
 
-  /** Enqueues every primary object of a function (or its `tickKeys`); returns how many. `onEnqueued` sees each key (the ops API reports them). */
+  /** Enqueues every primary object of a function (or its `resyncKeys`); returns how many. `onEnqueued` sees each key (the ops API reports them). */
   async resync(fn: string, reason = 'resync', onEnqueued?: (key: string, result: ScheduleResult) => void): Promise<number> {
     const def = this.definition(fn);
-    if (def.tickKeys) {
-      for (const key of def.tickKeys) {
+    if (def.resyncKeys) {
+      const keys = await def.resyncKeys({ redis: this.redis, prefix: this.prefix, env: this.opts.env ?? process.env });
+      for (const key of keys) {
         const result = await this.queue(fn).add(key, 0, reason);
         onEnqueued?.(key, result);
       }
-      return def.tickKeys.length;
+      return keys.length;
     }
     const primary = def.primary;
     if (!primary) return 0;

@@ -24,7 +24,7 @@ export function definition(env: Readonly<Record<string, string | undefined>> = p
     // Until the ConfigMap is read; the cycle then applies GLOBAL_OPT_INTERVAL (tick.ts).
     resyncIntervalMs: DEFAULT_GLOBAL_OPT_INTERVAL_MS,
     concurrency: 4,
-    tickKeys: [OPTIMIZE_KEY],
+    resyncKeys: async () => [OPTIMIZE_KEY],
     metrics: registerAutoscalerMetrics,
   };
 }

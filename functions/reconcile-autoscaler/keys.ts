@@ -7,7 +7,7 @@
  */
 export const FUNCTION_NAME = 'reconcile-autoscaler';
 
-/** The optimization cycle: the resync tick enqueues this instead of every VA (see `tickKeys`). */
+/** The optimization cycle: the resync tick enqueues this instead of every VA (see `resyncKeys`). */
 export const OPTIMIZE_KEY = '@optimize';
 /** A watched ConfigMap changed: refresh the configuration in Redis, reconcile no VA. */
 export const CONFIG_KEY = '@config';

@@ -193,4 +193,22 @@ describe('emit-events on the sandbox', () => {
     }
     for (const c of counters) c.stop();
   });
+  it('the resync tick writes a request whose emitter died before enqueueing its object', async () => {
+    const ref = await subject('orphan');
+    // What an emitter leaves when it dies between the two steps of ctx.events.emit: the request is on
+    // its object's list, but the object's key never reached the queue.
+    const request = eventRequestSchema.parse({ ...roleEvent(ref), at: Date.now(), id: 'orphan-1' });
+    await sb.redis.rpush(objectListKey(sb.prefix, ref), JSON.stringify(request));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await eventsAbout(sb.kc, sb.namespace, ref.name)).toHaveLength(0);
+
+    expect(await producer.resync(EMIT_EVENTS)).toBeGreaterThanOrEqual(1);
+    const found = await waitFor('the orphaned request to be written', 30_000, async () => {
+      const list = await eventsAbout(sb.kc, sb.namespace, ref.name);
+      return list.length === 1 ? list : undefined;
+    });
+    expect(found[0]).toMatchObject({ reason: 'RoleCreating', count: 1 });
+    await waitSettled(sb.redis, sb.prefix, [objectListKey(sb.prefix, ref)]);
+    expect(await sb.redis.exists(objectListKey(sb.prefix, ref))).toBe(0);
+  });
 });

@@ -261,7 +261,7 @@ describe('least-privilege RBAC, with real ServiceAccount tokens', () => {
         const where = t.namespace ? ns() : undefined;
         for (const verb of ['list', 'watch']) expect(await may('watcher', verb, resource(t.resource), where), `watcher ${verb} ${t.resource.plural} for ${def.name}`).toBe(true);
       }
-      if (!def.primary || def.tickKeys) continue;
+      if (!def.primary || def.resyncKeys) continue;
       const rbacId = def.name as Identity;
       expect(IDENTITIES, `an identity for ${def.name}`).toContain(rbacId);
       for (const id of [rbacId, 'dispatcher', 'ops'] as const) expect(await may(id, 'list', resource(def.primary)), `${id} list ${def.primary.plural}`).toBe(true);
