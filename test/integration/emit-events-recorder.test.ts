@@ -16,7 +16,7 @@ import { type TestSandbox, openSandbox, waitFor } from '../harness/sandbox.js';
 // must behave as one client-go recorder (counting, spam filter, aggregation), and a request
 // redelivered after a worker died must not be counted twice.
 const log = createLogger('emit-events-test', 'warn');
-const WORKER = 'test/fixtures/emit-events-worker.ts';
+const WORKER = 'test/fixtures/function-worker.ts';
 let sb: TestSandbox;
 let producer: FunctionHost;
 const workers: ChildProcess[] = [];
@@ -25,7 +25,7 @@ const hosts: FunctionHost[] = [];
 type Ref = { apiVersion: string; kind: string; namespace: string; name: string; uid: string };
 
 function workerEnv(prefix: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { KUBECONFIG_PATH: inject('kubeconfig'), REDIS_URL: sb.redisUrl, PREFIX: prefix, LOCK_MS: '5000', STALLED_MS: '2000', ...extra };
+  return { KUBECONFIG_PATH: inject('kubeconfig'), REDIS_URL: sb.redisUrl, PREFIX: prefix, FUNCTIONS: 'emit-events', LOCK_MS: '5000', STALLED_MS: '2000', ...extra };
 }
 
 function producerHost(prefix: string): FunctionHost {

@@ -19,7 +19,7 @@ import {
   waitConverged,
 } from '../fixtures/modelserving-fixtures.js';
 
-const WORKER = 'test/fixtures/modelserving-worker.ts';
+const WORKER = 'test/fixtures/function-worker.ts';
 const GROUPS = 12;
 const WORKERS_PER_INSTANCE = 4; // 5 pods per group: 60 pods and 12 Services in all
 
@@ -31,6 +31,7 @@ describe('ModelServing: a worker killed mid-creation', () => {
     KUBECONFIG_PATH: inject('kubeconfig'),
     REDIS_URL: sb.redisUrl,
     PREFIX: sb.prefix,
+    FUNCTIONS: 'reconcile-modelserving,emit-events',
     NAMESPACE: sb.namespace,
     LOCK_MS: '3000',
     STALLED_MS: '1000',
