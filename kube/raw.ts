@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import fetch, { Headers, type RequestInit } from 'node-fetch';
 import { ConnectivityError } from '../runtime/errors.js';
+import { currentReconcile, throwIfLeaseLost } from '../runtime/reconcile-scope.js';
 import { statusSchema } from './object.js';
 
 /**
@@ -62,6 +63,9 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   }
   init.headers = headers;
   const timeoutMs = req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  // Inside a reconcile, a call made after its claim was lost is not sent, and one in flight is aborted.
+  throwIfLeaseLost(`${init.method} ${path}`);
+  const claim = currentReconcile()?.signal;
   // One controller for both causes, wired by hand: AbortSignal.any on a long-lived caller signal
   // (a watcher's stop signal, used for every relist) keeps a listener per call on Node 20.
   const abort = new AbortController();
@@ -76,6 +80,7 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   const onCallerAbort = () => abort.abort();
   if (req.signal?.aborted) abort.abort();
   else req.signal?.addEventListener('abort', onCallerAbort, { once: true });
+  claim?.addEventListener('abort', onCallerAbort, { once: true });
   init.signal = abort.signal as RequestInit['signal'];
   let res: Awaited<ReturnType<typeof fetch>>;
   let text: string;
@@ -88,6 +93,7 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   } finally {
     clearTimeout(timer);
     req.signal?.removeEventListener('abort', onCallerAbort);
+    claim?.removeEventListener('abort', onCallerAbort);
   }
   let json: unknown;
   try {

@@ -8,6 +8,8 @@ export interface QueueKeys {
   dirty: string;
   failures: string;
   seq: string;
+  /** When each claim's lease ends (ms, Redis clock). */
+  leases: string;
   /** BullMQ stores job `id` at `${jobKeyPrefix}${id}`. */
   jobKeyPrefix: string;
 }
@@ -22,8 +24,14 @@ export function queueKeys(prefix: string, queueName: string): QueueKeys {
     dirty: `${base}:ripple:dirty`,
     failures: `${base}:ripple:failures`,
     seq: `${base}:ripple:seq`,
+    leases: `${base}:ripple:leases`,
     jobKeyPrefix: `${base}:`,
   };
+}
+
+/** The KEYS every queue script takes, in the order they name them (queue/scripts.ts KEY_ORDER). */
+export function scriptKeys(k: QueueKeys): string[] {
+  return [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince, k.leases];
 }
 
 /** A reconcile key: `namespace/name`, or `name` for cluster-scoped objects. */

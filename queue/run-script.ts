@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { throwIfLeaseLost } from '../runtime/reconcile-scope.js';
 
 const shas = new Map<string, string>();
 
@@ -8,6 +9,8 @@ const shas = new Map<string, string>();
  * Sending the whole script on every call (EVAL) costs a parse and a hash per job on the hot path.
  */
 export async function runScript(redis: Redis, script: string, keys: string[], args: string[]): Promise<unknown> {
+  // A reconcile that lost its claim must not write through a script on behalf of it.
+  throwIfLeaseLost('Redis script');
   let sha = shas.get(script);
   if (!sha) {
     sha = createHash('sha1').update(script).digest('hex');

@@ -1,3 +1,5 @@
+import { FENCE_LUA } from './fence.js';
+
 /**
  * Redis scripts that give BullMQ the client-go workqueue semantics it lacks.
  *
@@ -11,12 +13,20 @@
  *   pending  HASH  key -> id of the one job that will reconcile it next (waiting or delayed)
  *   pending-since HASH key -> when that id was recorded (ms, Redis clock)
  *   due      ZSET  key -> when that job is due (ms, Redis clock)      — earlier request wins
- *   active   HASH  key -> id of the job reconciling it now             — the processing set
+ *   active   HASH  key -> `<token>|<jobId>` of the claim reconciling it now — the processing set
+ *   leases   ZSET  key -> when that claim's lease ends (ms, Redis clock); its worker renews it
  *   dirty    ZSET  key -> earliest due of requests that came meanwhile — the dirty set
  *   failures HASH  key -> consecutive failures, for per-key backoff
+ *   seq      STRING     job ids and fencing tokens come from INCR of it
  *
- * A job whose holder is gone (crashed before adding its job, or a job that BullMQ finished) is
- * treated as absent, so no key can get stuck behind a job that does not exist. Every time comes from
+ * A claim is fenced (queue/fence.ts): CLAIM refuses a key whose holder's lease is alive, whatever the
+ * job id, and gives each claim a new token; RELEASE and RENEW do nothing for a token that is no longer
+ * the key's, so a worker that lost its lease (paused, cut off, past its deadline) cannot release the
+ * key under its successor or schedule follow-ups for it. A holder whose lease ran out is gone: the next
+ * ENQUEUE or CLAIM takes the key over.
+ *
+ * A pending job that does not exist (its adder crashed, or BullMQ finished it) is treated as absent,
+ * so no key can get stuck behind a job that does not exist. Every time comes from
  * Redis's own clock (TIME), so workers on different machines agree on "due".
  *
  * Between a script recording a new pending id and the caller's `bull.add` creating that job, the job
@@ -31,7 +41,7 @@
 /** How long a recorded pending id whose job does not exist yet still stands for the key's next job. */
 export const PENDING_GRACE_MS = 10_000;
 
-// Shared Lua: the job hash exists and BullMQ has not finished it.
+// Shared Lua: the job hash exists and BullMQ has not finished it; Redis's clock.
 const LIVE = `
 local function live(jobKeyPrefix, id)
   if not id then return false end
@@ -45,20 +55,35 @@ local function nowMs()
 end
 `;
 
-// Shared Lua: make sure exactly one job will reconcile `key` no later than `due`.
-// KEYS[1..7] as ENQUEUE's. Returns {action, jobId, delayMs, readd}: add (a job must be added; readd='1'
+// Shared Lua: is the key held by a claim whose lease is alive? A holder whose lease ran out is removed
+// here, and the requests it left marked dirty are returned (their earliest due) so they still run.
+const HELD = `
+local function held(key, now)
+  if not redis.call('HGET', KEYS[3], key) then return false, nil end
+  local lease = tonumber(redis.call('ZSCORE', KEYS[8], key))
+  if lease and lease > now then return true, lease end
+  redis.call('HDEL', KEYS[3], key)
+  redis.call('ZREM', KEYS[8], key)
+  return false, nil
+end
+`;
+
+// Shared Lua: make sure exactly one job will reconcile \`key\` no later than \`due\`.
+// KEYS as ALL_KEYS. Returns {action, jobId, delayMs, readd}: add (a job must be added; readd='1'
 // when the id was recorded by another call whose job may already exist with a later delay), reschedule
-// (move the pending job earlier), coalesced (a job due no later exists), deferred (the key is active;
-// it will run again).
+// (move the pending job earlier), coalesced (a job due no later exists), deferred (the key is held;
+// it will run again after).
 const SCHEDULE = `
 local function schedule(key, due, now, jobKeyPrefix)
-  local holder = redis.call('HGET', KEYS[3], key)
-  if holder then
-    if live(jobKeyPrefix, holder) then
-      redis.call('ZADD', KEYS[4], 'LT', due, key)
-      return {'deferred', '', '0', '0'}
-    end
-    redis.call('HDEL', KEYS[3], key)
+  local isHeld = held(key, now)
+  if isHeld then
+    redis.call('ZADD', KEYS[4], 'LT', due, key)
+    return {'deferred', '', '0', '0'}
+  end
+  local left = tonumber(redis.call('ZSCORE', KEYS[4], key))
+  if left then
+    redis.call('ZREM', KEYS[4], key)
+    if left < due then due = math.max(left, now) end
   end
   local pending = redis.call('HGET', KEYS[1], key)
   if pending then
@@ -90,46 +115,85 @@ local function schedule(key, due, now, jobKeyPrefix)
 end
 `;
 
-/** KEYS: pending, due, active, dirty, failures, seq, pendingSince. ARGV: key, delayMs, jobKeyPrefix. */
-export const ENQUEUE = `${LIVE}${SCHEDULE}
+/** Every script takes the same KEYS, in this order (queue/keys.ts `scriptKeys`), so each names all it touches. */
+export const KEY_ORDER = ['pending', 'due', 'active', 'dirty', 'failures', 'seq', 'pendingSince', 'leases'] as const;
+
+/** ARGV: key, delayMs, jobKeyPrefix. */
+export const ENQUEUE = `${LIVE}${HELD}${SCHEDULE}
 local now = nowMs()
 return schedule(ARGV[1], now + tonumber(ARGV[2]), now, ARGV[3])
 `;
 
 /**
- * KEYS: pending, due, active, dirty, pendingSince. ARGV: key, jobId, jobKeyPrefix.
- * Returns 1 when this job may reconcile the key, 0 when another live job holds it (then the key is
- * marked dirty, so the holder runs once more after it finishes, and this job ends without running).
+ * ARGV: key, jobId, jobKeyPrefix, leaseMs. Returns {verdict, value}:
+ *   claimed <token>  this job reconciles the key now, under a new fencing token and a lease of leaseMs;
+ *   held <delayMs>   another claim's lease is alive: this job stands for the key's next reconcile and
+ *                    the worker moves it to delayed until the lease ends (the holder, on release, moves
+ *                    it earlier because the key is marked dirty); so a holder that never releases still
+ *                    leaves a job behind it;
+ *   reschedule <id> <delayMs>  held, and another pending job stands for the key: it is brought forward
+ *                    to the lease's end, and this job ends;
+ *   skip             held, and another pending job due no later stands for the key: this job ends.
+ * Requests marked dirty against a holder whose lease ran out are folded in: the claim reads fresh state.
  */
-export const CLAIM = `${LIVE}
+export const CLAIM = `${LIVE}${HELD}
 local key, id = ARGV[1], ARGV[2]
-local holder = redis.call('HGET', KEYS[3], key)
-if redis.call('HGET', KEYS[1], key) == id then
+local now = nowMs()
+local isPending = redis.call('HGET', KEYS[1], key) == id
+local isHeld, lease = held(key, now)
+if isHeld then
+  redis.call('ZADD', KEYS[4], 'LT', now, key)
+  if not isPending then
+    local p = redis.call('HGET', KEYS[1], key)
+    if p and live(ARGV[3], p) then
+      local at = tonumber(redis.call('ZSCORE', KEYS[2], key))
+      if at and at <= lease then return {'skip', '', '0'} end
+      redis.call('ZADD', KEYS[2], lease, key)
+      return {'reschedule', p, tostring(lease - now)}
+    end
+    redis.call('HSET', KEYS[1], key, id)
+    redis.call('HSET', KEYS[7], key, now)
+  end
+  redis.call('ZADD', KEYS[2], lease, key)
+  return {'held', id, tostring(lease - now)}
+end
+if isPending then
   redis.call('HDEL', KEYS[1], key)
-  redis.call('HDEL', KEYS[5], key)
+  redis.call('HDEL', KEYS[7], key)
   redis.call('ZREM', KEYS[2], key)
 end
-if holder and holder ~= id and live(ARGV[3], holder) then
-  redis.call('ZADD', KEYS[4], 'LT', nowMs(), key)
-  return 0
-end
-redis.call('HSET', KEYS[3], key, id)
+local dirty = tonumber(redis.call('ZSCORE', KEYS[4], key))
+if dirty and dirty <= now then redis.call('ZREM', KEYS[4], key) end
+local token = tostring(redis.call('INCR', KEYS[6]))
+redis.call('HSET', KEYS[3], key, token .. '|' .. id)
+redis.call('ZADD', KEYS[8], now + tonumber(ARGV[4]), key)
+return {'claimed', token, '0'}
+`;
+
+/** ARGV: key, token, leaseMs. Extends the lease of the claim with this token; 0 when it is not the key's any more. */
+export const RENEW = `${FENCE_LUA}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if not holds(KEYS[3], ARGV[1], ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[8], now + tonumber(ARGV[3]), ARGV[1])
 return 1
 `;
 
 /**
- * KEYS: pending, due, active, dirty, failures, seq, pendingSince.
- * ARGV: key, jobId, outcome (success|terminal|error|requeue), requeueAfterMs, backoffMs, jobKeyPrefix.
+ * ARGV: key, token, outcome (success|terminal|error|requeue), requeueAfterMs, backoffMs, jobKeyPrefix.
  * backoffMs is the delay for this failure, computed by the worker from queue/backoff.ts: the policy
  * lives in one place, and the script only records the count and schedules the retry.
  * Releases the key and schedules what must follow: a request that came in meanwhile (dirty), a
  * backoff retry, or a requeueAfter — whichever is due first. Returns schedule()'s four fields (or
- * {'none', '', '0', '0'}) followed by the failure count and the backoff in ms, for metrics and logs.
+ * {'none', '', '0', '0'}) followed by the failure count and the backoff in ms, for metrics and logs;
+ * {'stale', …} and nothing changed when the token is no longer the key's (its lease was lost).
  */
-export const RELEASE = `${LIVE}${SCHEDULE}
-local key, id, outcome = ARGV[1], ARGV[2], ARGV[3]
+export const RELEASE = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}
+local key, token, outcome = ARGV[1], ARGV[2], ARGV[3]
+if not holds(KEYS[3], key, token) then return {'stale', '', '0', '0', '0', '0'} end
 local now = nowMs()
-if redis.call('HGET', KEYS[3], key) == id then redis.call('HDEL', KEYS[3], key) end
+redis.call('HDEL', KEYS[3], key)
+redis.call('ZREM', KEYS[8], key)
 local due = nil
 local dirty = redis.call('ZSCORE', KEYS[4], key)
 if dirty then
@@ -152,4 +216,65 @@ if due then r = schedule(key, due, now, ARGV[6]) else r = {'none', '', '0', '0'}
 table.insert(r, tostring(failures))
 table.insert(r, tostring(backoff))
 return r
+`;
+
+/** How long a claim's lease may have been over before SWEEP removes it (held() removes it sooner when the key is touched). */
+export const SWEEP_GRACE_MS = PENDING_GRACE_MS;
+
+/**
+ * ARGV: jobKeyPrefix. Removes entries that belong to no live job or claim (see queue/sweep.ts) and
+ * returns {removedCount, key…}: the keys that still had a request recorded, for the caller to enqueue.
+ * One pass over the queue's structures, so its cost is proportional to the keys they hold.
+ */
+export const SWEEP = `${LIVE}
+local now = nowMs()
+local removed, requeue, seen = 0, {}, {}
+local function again(key)
+  if not seen[key] then seen[key] = true; table.insert(requeue, key) end
+end
+local function leaseOf(key) return tonumber(redis.call('ZSCORE', KEYS[8], key)) end
+local active = redis.call('HGETALL', KEYS[3])
+for i = 1, #active, 2 do
+  local key = active[i]
+  local lease = leaseOf(key)
+  if not lease or lease < now - ${PENDING_GRACE_MS} then
+    redis.call('HDEL', KEYS[3], key)
+    redis.call('ZREM', KEYS[8], key)
+    removed = removed + 1
+    again(key)
+  end
+end
+for _, key in ipairs(redis.call('ZRANGE', KEYS[8], 0, -1)) do
+  if not redis.call('HGET', KEYS[3], key) then redis.call('ZREM', KEYS[8], key); removed = removed + 1 end
+end
+local pending = redis.call('HGETALL', KEYS[1])
+for i = 1, #pending, 2 do
+  local key, id = pending[i], pending[i + 1]
+  local since = tonumber(redis.call('HGET', KEYS[7], key))
+  if not live(ARGV[1], id) and (not since or now - since >= ${PENDING_GRACE_MS}) then
+    redis.call('HDEL', KEYS[1], key)
+    redis.call('HDEL', KEYS[7], key)
+    redis.call('ZREM', KEYS[2], key)
+    removed = removed + 1
+    again(key)
+  end
+end
+for _, key in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  if not redis.call('HGET', KEYS[1], key) then redis.call('ZREM', KEYS[2], key); removed = removed + 1; again(key) end
+end
+for _, key in ipairs(redis.call('HKEYS', KEYS[7])) do
+  if not redis.call('HGET', KEYS[1], key) then redis.call('HDEL', KEYS[7], key); removed = removed + 1 end
+end
+for _, key in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  if not redis.call('HGET', KEYS[3], key) then redis.call('ZREM', KEYS[4], key); removed = removed + 1; again(key) end
+end
+for _, key in ipairs(redis.call('HKEYS', KEYS[5])) do
+  if not redis.call('HGET', KEYS[1], key) and not redis.call('HGET', KEYS[3], key) then
+    redis.call('HDEL', KEYS[5], key)
+    removed = removed + 1
+  end
+end
+local out = {tostring(removed)}
+for _, key in ipairs(requeue) do table.insert(out, key) end
+return out
 `;

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Logger } from '../runtime/log.js';
 import type { QueueMetrics } from './metrics.js';
-import { queueKeys, type QueueKeys } from './keys.js';
+import { queueKeys, scriptKeys, type QueueKeys } from './keys.js';
 import { runScript } from './run-script.js';
 import { ENQUEUE } from './scripts.js';
 
@@ -41,8 +41,12 @@ export interface WorkQueueOptions {
 }
 
 // Finished jobs stay a while for the dashboard; Ripple's scripts treat finished jobs as absent.
+// Attempts are (practically) unbounded because only queue failures reach BullMQ's retry: a Redis error
+// in CLAIM, RELEASE or the follow-up must delay a job, never drop it. Handler failures are retried by
+// Ripple's own per-key backoff and fail their job with UnrecoverableError (queue/worker.ts).
 const JOB_DEFAULTS: JobsOptions = {
-  attempts: 1,
+  attempts: 1_000_000,
+  backoff: { type: 'custom' },
   removeOnComplete: { age: 3600, count: 1000 },
   removeOnFail: { age: 24 * 3600, count: 5000 },
 };
@@ -65,15 +69,15 @@ export class WorkQueue {
     opts.metrics?.trackDepth(opts.name, () => this.depth());
   }
 
+  /** The queue's Redis connection (its scripts run on it). */
+  get connection(): Redis {
+    return this.opts.connection;
+  }
+
   /** Requests a reconcile of `key`, now or after `delayMs`. */
   async add(key: string, delayMs = 0, reason = 'event'): Promise<ScheduleResult> {
     const k = this.keys;
-    const raw = await runScript(
-      this.opts.connection,
-      ENQUEUE,
-      [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince],
-      [key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix],
-    );
+    const raw = await runScript(this.opts.connection, ENQUEUE, scriptKeys(k), [key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix]);
     this.opts.metrics?.adds.inc({ name: this.name, controller: this.name });
     const result = parseSchedule(raw);
     await this.apply(key, result, reason);

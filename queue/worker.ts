@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
+import { inReconcileScope, LeaseLostError } from '../runtime/reconcile-scope.js';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
-import { DeadlineExceededError, withDeadline } from './deadline.js';
+import { DeadlineExceededError } from './deadline.js';
+import { scriptKeys } from './keys.js';
+import { ClaimLease } from './lease.js';
 import type { QueueMetrics } from './metrics.js';
 import { withRetries, type RetryPolicy } from './retry.js';
 import { runScript } from './run-script.js';
 import { CLAIM, RELEASE } from './scripts.js';
+import { sweepQueue } from './sweep.js';
 import { parseSchedule, RECONCILE_JOB, reconcileJobSchema, RESYNC_JOB, type ScheduleResult, type WorkQueue } from './work-queue.js';
 
 /** Default bound on one reconcile (KeyedWorkerOptions.reconcileTimeoutMs). */
@@ -32,6 +37,25 @@ export interface ReconcileInfo {
   reconcileId: string;
   reason: string;
   log: Logger;
+  /** The claim's fencing token (queue/fence.ts): state written on its behalf checks it. */
+  token: string;
+  /** Aborted when the claim is lost (lease renewal refused or unconfirmed, deadline passed). */
+  signal: AbortSignal;
+}
+
+/** CLAIM's answer (queue/scripts.ts). */
+export type ClaimVerdict =
+  | { verdict: 'claimed'; token: string }
+  | { verdict: 'held'; delayMs: number }
+  | { verdict: 'reschedule'; jobId: string; delayMs: number }
+  | { verdict: 'skip' };
+
+export function parseClaim(raw: unknown): ClaimVerdict {
+  const [verdict, value, delay] = z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string()]).parse(raw);
+  if (verdict === 'claimed') return { verdict, token: value };
+  if (verdict === 'held') return { verdict, delayMs: Number(delay) };
+  if (verdict === 'reschedule') return { verdict, jobId: value, delayMs: Number(delay) };
+  return { verdict };
 }
 
 export interface KeyedWorkerOptions {
@@ -41,7 +65,10 @@ export interface KeyedWorkerOptions {
   prefix?: string;
   concurrency?: number;
   backoff?: BackoffPolicy;
-  /** BullMQ lock: how long a dead worker's job stays claimed before another worker takes it over. */
+  /**
+   * BullMQ's lock and the claim's lease: how long a dead, paused or cut-off worker keeps a key before
+   * another worker takes it over (its handler is aborted by then).
+   */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
   metrics?: QueueMetrics;
@@ -65,16 +92,24 @@ export interface KeyedWorkerOptions {
 export class KeyedWorker {
   readonly worker: Worker;
   private readonly name: string;
+  private readonly leaseMs: number;
+  /** The leases of the claims this worker runs, by BullMQ job id. */
+  private readonly leases = new Map<string, ClaimLease>();
 
   constructor(private readonly opts: KeyedWorkerOptions) {
     this.name = opts.queue.name;
+    this.leaseMs = opts.lockDurationMs ?? 30_000;
     const concurrency = opts.concurrency ?? 1;
     opts.metrics?.maxConcurrent.set({ controller: this.name }, concurrency);
-    this.worker = new Worker(this.name, (job: Job) => this.process(job), {
+    this.worker = new Worker(this.name, (job: Job, token?: string) => this.process(job, token), {
       connection: opts.connection,
       prefix: opts.prefix ?? 'ripple',
       concurrency,
-      lockDuration: opts.lockDurationMs ?? 30_000,
+      lockDuration: this.leaseMs,
+      // Queue failures (a Redis error in CLAIM, RELEASE or the follow-up) are retried by BullMQ: the
+      // jobs' attempts are unbounded and this is their backoff, capped so a key waits at most 30 s
+      // after Redis is back. Handler failures never reach it (they fail with UnrecoverableError).
+      settings: { backoffStrategy: (attemptsMade: number) => Math.min(30_000, 100 * 2 ** Math.min(attemptsMade, 10)) },
       stalledInterval: opts.stalledIntervalMs ?? 30_000,
       // A job that stalls (its worker died) must come back, not fail: failing it would drop the key's
       // pending work until the next resync. Handlers are idempotent, so re-running is safe.
@@ -82,41 +117,57 @@ export class KeyedWorker {
       autorun: true,
     });
     this.worker.on('error', (err) => opts.log.error({ err: String(err) }, 'worker error'));
+    // BullMQ could not extend these jobs' locks (Redis unreachable, or its event loop was blocked): the
+    // stalled-job check may hand them to another worker, so their handlers must stop now.
+    this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
+      for (const id of jobIds) this.leases.get(id)?.lose('lock-lost');
+    });
   }
 
-  private async process(job: Job): Promise<string> {
+  private async process(job: Job, bullToken?: string): Promise<string> {
     if (job.name === RESYNC_JOB) {
+      const swept = await sweepQueue(this.opts.queue, this.opts.log);
       const n = (await this.opts.resync?.(this.opts.log)) ?? 0;
-      return `resync enqueued ${n}`;
+      return `resync enqueued ${n}${swept ? `, swept ${swept} orphaned entries` : ''}`;
     }
-    if (job.name !== RECONCILE_JOB) throw new Error(`unknown job name ${job.name}`);
-    const { key, reason } = reconcileJobSchema.parse(job.data);
+    if (job.name !== RECONCILE_JOB) throw new UnrecoverableError(`unknown job name ${job.name}`);
+    const parsed = reconcileJobSchema.safeParse(job.data);
+    // A job no Ripple enqueuer made (written by hand, or by another version): fail it for the dashboard,
+    // never retry it, and leave every key alone.
+    if (!parsed.success) throw new UnrecoverableError(`not a reconcile job: ${parsed.error.message}`);
+    const { key, reason } = parsed.data;
     const jobId = String(job.id);
-    const k = this.opts.queue.keys;
-    const redis = this.opts.connection;
-    const claimed = await runScript(redis, CLAIM, [k.pending, k.due, k.active, k.dirty, k.pendingSince], [key, jobId, k.jobKeyPrefix]);
     const m = this.opts.metrics;
     const labels = { name: this.name, controller: this.name };
-    if (claimed !== 1) {
+
+    const claimSentAt = Date.now();
+    // A Redis error here (unreachable, READONLY during a failover, OOM) is the queue's, not the handler's:
+    // BullMQ retries this job with backoff (its attempts are unbounded), so the key's request is not dropped.
+    const verdict = parseClaim(await runScript(this.opts.connection, CLAIM, scriptKeys(this.opts.queue.keys), [key, jobId, this.opts.queue.keys.jobKeyPrefix, String(this.leaseMs)]));
+    if (verdict.verdict !== 'claimed') {
       m?.reconcileTotal.inc({ controller: this.name, result: 'skipped' });
+      if (verdict.verdict === 'held') {
+        // This job now stands for the key's next reconcile: wait (delayed) until the holder's lease ends;
+        // the holder's release brings it forward.
+        await job.moveToDelayed(Date.now() + verdict.delayMs, bullToken);
+        throw new DelayedError();
+      }
+      if (verdict.verdict === 'reschedule') await this.opts.queue.apply(key, { action: 'reschedule', jobId: verdict.jobId, delayMs: verdict.delayMs }, 'held');
       return 'skipped: key is being reconciled elsewhere; it will run again after';
     }
+
+    const lease = new ClaimLease(this.opts.connection, this.opts.queue.keys, key, verdict.token, this.leaseMs, claimSentAt, this.opts.log);
+    this.leases.set(jobId, lease);
     const reconcileId = randomUUID();
-    const log = this.opts.log.child({ function: this.name, key, reconcileId });
+    const log = this.opts.log.child({ function: this.name, key, reconcileId, token: verdict.token });
     const startedAt = Date.now();
     m?.queueDuration.observe(labels, Math.max(0, startedAt - job.timestamp - (job.opts.delay ?? 0)) / 1000);
     m?.activeWorkers.inc({ controller: this.name });
     let outcome: 'success' | 'terminal' | 'error' | 'requeue' = 'success';
     let requeueAfterMs = 0;
     let failure: unknown;
-    const timeoutMs = this.opts.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
     try {
-      // A handler stuck on a call with no timeout of its own (client-node's typed clients set none)
-      // would hold this key and a concurrency slot for ever. After the deadline the key is released and
-      // retried with backoff, while the abandoned promise may still run on and finish; that is safe
-      // because handlers read fresh state and write with resourceVersion preconditions, so a late write
-      // from it conflicts (409) instead of overwriting what the retry wrote.
-      const result = await withDeadline(this.opts.reconcile({ key, reconcileId, reason, log }), timeoutMs, () => `reconcile did not finish within ${timeoutMs} ms`);
+      const result = await this.runBounded(lease, () => this.opts.reconcile({ key, reconcileId, reason, log, token: verdict.token, signal: lease.signal }), log);
       if (result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0) {
         outcome = 'requeue';
         requeueAfterMs = result.requeueAfterMs;
@@ -126,39 +177,36 @@ export class KeyedWorker {
       outcome = isTerminal(err) ? 'terminal' : 'error';
       if (err instanceof DeadlineExceededError) m?.reconcileTimeouts.inc({ controller: this.name });
     } finally {
+      lease.stop();
+      this.leases.delete(jobId);
       m?.activeWorkers.dec({ controller: this.name });
     }
     const seconds = (Date.now() - startedAt) / 1000;
     m?.workDuration.observe(labels, seconds);
     m?.reconcileTime.observe({ controller: this.name }, seconds);
 
-    // Only this worker holds the key, so the failure count it reads cannot change before RELEASE
-    // increments it; reading it costs a round trip on the error path only.
-    const backoffMs =
-      outcome === 'error' ? backoffDelay(this.opts.backoff ?? DEFAULT_BACKOFF, Number((await redis.hget(k.failures, key)) ?? 0) + 1) : 0;
-    const raw = await runScript(
-      redis,
-      RELEASE,
-      [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince],
-      [key, jobId, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix],
-    );
-    const next = parseSchedule(raw);
-    await this.applyFollowUp(key, next, outcome === 'error' ? 'retry' : outcome === 'requeue' ? 'requeue' : 'dirty', log);
-
-    if (outcome === 'error') {
-      const tail = (raw as string[]).slice(4);
-      m?.retries.inc(labels);
-      m?.reconcileErrors.inc({ controller: this.name });
-      m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
-      log.warn({ err: errorText(failure), failures: Number(tail[0]), backoffMs: Number(tail[1]) }, 'reconcile failed; retrying with backoff');
-      throw failure instanceof Error ? failure : new Error(errorText(failure));
+    const released = await this.release(key, verdict.token, outcome, requeueAfterMs, log);
+    if (released.stale) {
+      // Another claim has the key: whatever this one decided is not ours to schedule any more.
+      m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
+      log.warn({ lost: String(lease.signal.reason ?? 'taken over') }, 'lost the claim before releasing; the key is reconciled by its new holder');
+      return 'fenced: the claim was lost before release';
     }
-    if (outcome === 'terminal') {
-      m?.terminalErrors.inc({ controller: this.name });
+    await this.applyFollowUp(key, released.next, outcome === 'error' ? 'retry' : outcome === 'requeue' ? 'requeue' : 'dirty', log);
+
+    if (outcome === 'error' || outcome === 'terminal') {
       m?.reconcileErrors.inc({ controller: this.name });
       m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
-      log.warn({ err: errorText(failure) }, 'reconcile failed terminally; not retrying');
-      throw failure instanceof Error ? failure : new Error(errorText(failure));
+      if (outcome === 'error') {
+        m?.retries.inc(labels);
+        log.warn({ err: errorText(failure), failures: released.failures, backoffMs: released.backoffMs }, 'reconcile failed; retrying with backoff');
+      } else {
+        m?.terminalErrors.inc({ controller: this.name });
+        log.warn({ err: errorText(failure) }, 'reconcile failed terminally; not retrying');
+      }
+      // Ripple scheduled the retry itself (or none, for a terminal error); this job only shows as failed
+      // on the dashboard with its reason, and BullMQ must not run it again.
+      throw new UnrecoverableError(errorText(failure));
     }
     m?.reconcileTotal.inc({ controller: this.name, result: outcome === 'requeue' ? 'requeue_after' : 'success' });
     log.debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined, ms: Math.round(seconds * 1000) }, 'reconciled');
@@ -166,11 +214,66 @@ export class KeyedWorker {
   }
 
   /**
+   * Runs the handler in the claim's scope until it settles. At the deadline, or when the lease is lost,
+   * the handler is told through its signal; the key stays held until it settles or the lease runs out
+   * (no renewals after an abort), so a retry never overlaps a handler that is still running on a live
+   * lease. A handler that settles after that is abandoned: its calls through Ripple's helpers fail.
+   */
+  private async runBounded<T>(lease: ClaimLease, handler: () => Promise<T>, log: Logger): Promise<T> {
+    const timeoutMs = this.opts.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
+    const work = inReconcileScope({ signal: lease.signal, token: lease.token }, handler);
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    let deadline: NodeJS.Timeout | undefined;
+    if (timeoutMs > 0 && Number.isFinite(timeoutMs)) deadline = setTimeout(() => lease.lose('deadline'), timeoutMs);
+    const aborted = new Promise<void>((resolve) => lease.signal.addEventListener('abort', () => resolve(), { once: true }));
+    try {
+      await Promise.race([settled, aborted]);
+      if (lease.signal.aborted) {
+        const reason = String(lease.signal.reason);
+        log.warn({ reason }, 'reconcile told to stop; waiting for it to settle while the lease lasts');
+        let wait: NodeJS.Timeout | undefined;
+        await Promise.race([settled, new Promise<void>((r) => (wait = setTimeout(r, Math.max(0, lease.aliveUntil - Date.now()))))]);
+        clearTimeout(wait);
+        if (reason === 'deadline') throw new DeadlineExceededError(`reconcile did not finish within ${timeoutMs} ms`);
+        throw new LeaseLostError(`reconcile lost its claim (${reason})`);
+      }
+      return await work;
+    } finally {
+      clearTimeout(deadline);
+    }
+  }
+
+  /**
+   * RELEASE, retried a few times: the key stays held (its lease running out) until it succeeds. If it
+   * never does, the error goes to BullMQ, which retries this job; by then the lease has run out and the
+   * retry takes the key over and reconciles it again, so no follow-up is lost.
+   */
+  private async release(key: string, token: string, outcome: string, requeueAfterMs: number, log: Logger): Promise<{ stale: boolean; next: ScheduleResult; failures: number; backoffMs: number }> {
+    const k = this.opts.queue.keys;
+    const redis = this.opts.connection;
+    return withRetries(
+      async () => {
+        // Only this claim holds the key, so the failure count it reads cannot change before RELEASE
+        // increments it; reading it costs a round trip on the error path only.
+        const backoffMs = outcome === 'error' ? backoffDelay(this.opts.backoff ?? DEFAULT_BACKOFF, Number((await redis.hget(k.failures, key)) ?? 0) + 1) : 0;
+        const raw = await runScript(redis, RELEASE, scriptKeys(k), [key, token, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix]);
+        const fields = z.array(z.string()).parse(raw);
+        if (fields[0] === 'stale') return { stale: true, next: { action: 'none', jobId: '', delayMs: 0 }, failures: 0, backoffMs: 0 };
+        return { stale: false, next: parseSchedule(fields), failures: Number(fields[4] ?? 0), backoffMs: Number(fields[5] ?? 0) };
+      },
+      this.opts.applyRetry ?? DEFAULT_APPLY_RETRY,
+      (err, attempt, retryInMs) => log.warn({ attempt, retryInMs, err: errorText(err) }, 'could not release the key; retrying'),
+    );
+  }
+
+  /**
    * Adds the job RELEASE decided on. Retried: the key is already released, so a lost add would leave
-   * the retry, requeueAfter or dirty re-run undone until the key's next event or resync. If every
-   * attempt fails the error is logged with the key; an event for the key within the pending grace
-   * period adds the recorded job itself, and after it a new one is recorded, so the key never waits
-   * behind a job that does not exist.
+   * the retry, requeueAfter or dirty re-run undone. If every attempt fails the error goes to BullMQ,
+   * which runs this job again later; meanwhile an event for the key within the pending grace period
+   * adds the recorded job itself, and after it a new one is recorded.
    */
   private async applyFollowUp(key: string, next: ScheduleResult, reason: string, log: Logger): Promise<void> {
     if (next.action !== 'add' && next.action !== 'reschedule') return;
@@ -183,7 +286,10 @@ export class KeyedWorker {
         },
       );
     } catch (err) {
-      log.error({ key, action: next.action, jobId: next.jobId, delayMs: next.delayMs, reason, err: errorText(err) }, 'could not schedule the follow-up reconcile; the key runs again on its next event or resync');
+      // BullMQ retries this job (unbounded attempts, backoff): its next run claims the key again and
+      // reconciles it, which carries out the lost follow-up.
+      log.error({ key, action: next.action, jobId: next.jobId, delayMs: next.delayMs, reason, err: errorText(err) }, 'could not schedule the follow-up reconcile; this job runs again to redo it');
+      throw err;
     }
   }
 

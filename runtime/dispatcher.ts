@@ -72,7 +72,7 @@ async function readBody(res: Response): Promise<unknown> {
 export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['reconcile'] {
   const doFetch = opts.fetch ?? fetch;
   const shownUrl = redactUrl(opts.url);
-  return async ({ key, reason, reconcileId, log }) => {
+  return async ({ key, reason, reconcileId, log, signal }) => {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'ce-specversion': '1.0',
@@ -89,7 +89,8 @@ export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['r
         method: 'POST',
         headers,
         body: JSON.stringify({ key, reason, reconcileId }),
-        signal: AbortSignal.timeout(opts.timeoutMs),
+        // The claim's signal too: a dispatcher that lost its lease stops waiting for the function.
+        signal: AbortSignal.any([AbortSignal.timeout(opts.timeoutMs), signal]),
       });
     } catch (err) {
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');

@@ -26,6 +26,14 @@ export interface ReconcileResult {
  * a function on two machines behave as one because all state is in the cluster or in Redis.
  */
 export interface HandlerContext {
+  /**
+   * Aborted when this reconcile's claim on its key is lost (lease renewal refused or unconfirmed,
+   * deadline passed): stop and return. API requests (kube/raw.ts) and Redis scripts (queue/run-script.ts)
+   * made inside the reconcile already fail once it is aborted; pass it to anything else that waits.
+   */
+  signal: AbortSignal;
+  /** The claim's fencing token (queue/fence.ts), for state a handler writes with a fenced script. */
+  token: string;
   kc: KubeConfig;
   redis: Redis;
   /** Prefix for every Redis key a handler writes. */
@@ -81,6 +89,21 @@ export interface MetricsDeps {
   env: Readonly<Record<string, string | undefined>>;
 }
 
+/** What a function's `sweep` may use. */
+export interface SweepContext extends MetricsDeps {
+  kc: KubeConfig;
+  log: Logger;
+  /**
+   * Whether the primary object with this key is known to be gone: it is in this host's scope (its
+   * namespace), it was absent from the resync's complete list of primaries, and a GET sent now answers
+   * 404. The race rule: a sweep reads the version of a key's state *before* asking and deletes it
+   * only if that version is unchanged *after* (compare-and-delete in one script). State of an object
+   * created after the list is then safe: written before the GET, the GET finds the object; written
+   * after it, the version has changed. Always false for a function without a primary.
+   */
+  gone: (key: string) => Promise<boolean>;
+}
+
 export interface FunctionDefinition {
   name: string;
   /**
@@ -112,6 +135,16 @@ export interface FunctionDefinition {
    * primary still gets a tick.
    */
   resyncKeys?: (deps: MetricsDeps) => Promise<string[]>;
+  /**
+   * Removes the Redis state this function keeps for objects that no longer exist (a delete missed
+   * while no watcher led, or while every watcher was down); returns how many entries it removed. The
+   * resync tick calls it after listing the primaries, and only when that whole list succeeded. See
+   * `SweepContext.gone` for the rule that keeps it from removing state of an object created after the
+   * list. A function without a primary (emit-events) is called with nothing ever `gone` and bounds
+   * its state by age instead. Every function that keeps per-object Redis state has one
+   * (docs/writing-a-function.md).
+   */
+  sweep?: (ctx: SweepContext) => Promise<number>;
   /** Registers the function's own collectors on the process registry that /metrics serves. */
   metrics?: (registry: Registry, deps: MetricsDeps) => void;
 }

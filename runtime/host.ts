@@ -1,8 +1,9 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { createRedis } from '../queue/connection.js';
 import { listSchema } from '../kube/object.js';
-import { kubeRequest } from '../kube/raw.js';
-import { collectionPath } from '../kube/resources.js';
+import { isStatus, kubeRequest } from '../kube/raw.js';
+import { collectionPath, objectPath } from '../kube/resources.js';
 import { objectKey, parseObjectKey } from '../queue/keys.js';
 import type { QueueMetrics } from '../queue/metrics.js';
 import { ensureResyncInterval, upsertResync } from '../queue/resync.js';
@@ -51,7 +52,7 @@ export class FunctionHost {
 
   constructor(private readonly opts: HostOptions) {
     this.prefix = opts.prefix ?? 'ripple';
-    this.redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+    this.redis = createRedis(opts.redisUrl, { maxRetriesPerRequest: null });
     if (opts.metrics && (opts.functionMetrics ?? true)) {
       for (const f of opts.functions) f.metrics?.(opts.metrics.registry, { redis: this.redis, prefix: this.prefix, env: opts.env ?? process.env });
     }
@@ -89,8 +90,8 @@ export class FunctionHost {
    * Runs one function's handler for one key with the same context a worker gives it. Workers and the
    * HTTP function transport both call this, so a handler cannot tell how it was invoked.
    */
-  runHandler(def: FunctionDefinition, info: Pick<ReconcileInfo, 'key' | 'reason' | 'log'>): Promise<ReconcileOutcome | void> {
-    return def.reconcile({ key: info.key, reason: info.reason, ...parseObjectKey(info.key) }, this.context(info.log));
+  runHandler(def: FunctionDefinition, info: Pick<ReconcileInfo, 'key' | 'reason' | 'log'> & Partial<Pick<ReconcileInfo, 'token' | 'signal'>>): Promise<ReconcileOutcome | void> {
+    return def.reconcile({ key: info.key, reason: info.reason, ...parseObjectKey(info.key) }, this.context(info.log, info));
   }
 
   /**
@@ -102,7 +103,7 @@ export class FunctionHost {
     const defs = names?.length ? names.map((n) => this.definition(n)) : this.opts.functions;
     for (const def of defs) {
       const queue = this.queue(def.name);
-      const connection = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: null });
+      const connection = createRedis(this.opts.redisUrl, { maxRetriesPerRequest: null });
       this.extraConnections.push(connection);
       const worker = new KeyedWorker({
         queue,
@@ -134,36 +135,76 @@ export class FunctionHost {
     return !this.closing && this.workers.every((w) => w.worker.isRunning());
   }
 
-  /** Enqueues every primary object of a function (or its `resyncKeys`); returns how many. `onEnqueued` sees each key (the ops API reports them). */
+  /**
+   * Enqueues every primary object of a function (or its `resyncKeys`); returns how many. `onEnqueued`
+   * sees each key (the ops API reports them). Then runs the function's `sweep`: with a primary, only
+   * after every page of the list arrived (a partial list would make live objects look deleted), with
+   * `gone` answering from that list plus a fresh GET; without one, with nothing ever `gone` (emit-events
+   * bounds its state by age). A failed sweep is logged and retried by the next tick; it never undoes
+   * the enqueues.
+   */
   async resync(fn: string, reason = 'resync', onEnqueued?: (key: string, result: ScheduleResult) => void): Promise<number> {
     const def = this.definition(fn);
+    const deps = { redis: this.redis, prefix: this.prefix, env: this.opts.env ?? process.env };
+    const log = this.opts.log.child({ function: fn, reason });
+    let n = 0;
     if (def.resyncKeys) {
-      const keys = await def.resyncKeys({ redis: this.redis, prefix: this.prefix, env: this.opts.env ?? process.env });
+      const keys = await def.resyncKeys(deps);
       for (const key of keys) {
         const result = await this.queue(fn).add(key, 0, reason);
         onEnqueued?.(key, result);
       }
-      return keys.length;
+      n = keys.length;
     }
     const primary = def.primary;
-    if (!primary) return 0;
-    let n = 0;
-    let cont: string | undefined;
-    do {
-      const page = listSchema.parse(await kubeRequest(this.opts.kc, collectionPath(primary, this.opts.namespace), { query: { limit: 500, continue: cont, labelSelector: def.primaryLabelSelector } }));
-      for (const item of page.items) {
-        const key = objectKey(item.metadata.namespace, item.metadata.name);
-        const result = await this.queue(fn).add(key, 0, reason);
-        onEnqueued?.(key, result);
-        n++;
+    // The primaries are listed to enqueue them (no resyncKeys) and/or to know which are live (sweep).
+    let live: Set<string> | undefined;
+    if (primary && (!def.resyncKeys || def.sweep)) {
+      live = new Set<string>();
+      let cont: string | undefined;
+      do {
+        const page = listSchema.parse(await kubeRequest(this.opts.kc, collectionPath(primary, this.opts.namespace), { query: { limit: 500, continue: cont, labelSelector: def.primaryLabelSelector } }));
+        for (const item of page.items) {
+          const key = objectKey(item.metadata.namespace, item.metadata.name);
+          live.add(key);
+          if (def.resyncKeys) continue;
+          const result = await this.queue(fn).add(key, 0, reason);
+          onEnqueued?.(key, result);
+          n++;
+        }
+        cont = page.metadata.continue || undefined;
+      } while (cont);
+    }
+    if (!def.sweep) return n;
+    const listed = live;
+    const gone = async (key: string): Promise<boolean> => {
+      if (!primary || !listed || listed.has(key)) return false;
+      const { namespace, name } = parseObjectKey(key);
+      // Only keys this host listed: another namespace's objects were never in the list.
+      if (primary.namespaced !== (namespace !== undefined)) return false;
+      if (this.opts.namespace !== undefined && namespace !== this.opts.namespace) return false;
+      try {
+        await kubeRequest(this.opts.kc, objectPath(primary, namespace, name));
+        return false;
+      } catch (err) {
+        if (isStatus(err, 404)) return true;
+        throw err;
       }
-      cont = page.metadata.continue || undefined;
-    } while (cont);
+    };
+    try {
+      const swept = await def.sweep({ ...deps, kc: this.opts.kc, log, gone });
+      if (swept > 0) log.info({ swept }, 'swept the state of objects that no longer exist');
+    } catch (err) {
+      log.error({ err: String(err) }, 'sweeping the state of deleted objects failed; the next resync tick tries again');
+    }
     return n;
   }
 
-  context(log: Logger): HandlerContext {
+  /** A handler's context; `claim` is the queue claim it runs under (none outside a worker: never aborted). */
+  context(log: Logger, claim: Partial<Pick<ReconcileInfo, 'token' | 'signal'>> = {}): HandlerContext {
     return {
+      signal: claim.signal ?? new AbortController().signal,
+      token: claim.token ?? '',
       kc: this.opts.kc,
       redis: this.redis,
       prefix: this.prefix,

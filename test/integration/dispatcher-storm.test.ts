@@ -195,7 +195,7 @@ describe('dispatcher', () => {
 
   it('never shows URL credentials in its errors; a 500 names the request id the function logged', async () => {
     const failing = httpReconcile({ fn: 'slow', url: 'http://wva:hunter2@127.0.0.1:9/', token: TOKEN, timeoutMs: 1000 });
-    const info = { key: 'ns/x', reason: 'test', reconcileId: 'r1', log };
+    const info = { key: 'ns/x', reason: 'test', reconcileId: 'r1', log, token: '1', signal: new AbortController().signal };
     const refused = await failing(info).then(
       () => undefined,
       (e: unknown) => e,

@@ -1,0 +1,69 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import { z } from 'zod';
+
+/**
+ * Where Redis is, from one URL, so every process (watcher, workers, ops, HTTP functions) reads the same
+ * setting the same way:
+ *   redis://[user:pass@]host:port[/db]     one server (rediss:// for TLS)
+ *   redis+sentinel://[pass@]h1:p1,h2:p2/<masterName>[/db]   a Sentinel-managed primary
+ */
+export type RedisTarget =
+  | { kind: 'single'; url: string }
+  | { kind: 'sentinel'; sentinels: Array<{ host: string; port: number }>; masterName: string; password?: string; db: number };
+
+const hostPort = z
+  .string()
+  .regex(/^[^:,/]+:\d{1,5}$/, 'expected host:port')
+  .transform((s) => {
+    const [host, port] = s.split(':');
+    return { host: host!, port: Number(port) };
+  });
+
+export function parseRedisUrl(url: string): RedisTarget {
+  if (!url.startsWith('redis+sentinel://')) {
+    if (!/^rediss?:\/\//.test(url)) throw new Error(`REDIS_URL must start with redis://, rediss:// or redis+sentinel:// (got ${redactUrl(url)})`);
+    return { kind: 'single', url };
+  }
+  const rest = url.slice('redis+sentinel://'.length);
+  const at = rest.lastIndexOf('@');
+  const password = at >= 0 ? decodeURIComponent(rest.slice(0, at).replace(/^[^:]*:/, '')) : undefined;
+  const [hosts, masterName, db] = (at >= 0 ? rest.slice(at + 1) : rest).split('/');
+  if (!hosts || !masterName) throw new Error(`a Sentinel REDIS_URL is redis+sentinel://host:port[,host:port…]/<masterName>[/db] (got ${redactUrl(url)})`);
+  const sentinels = hosts.split(',').map((h) => {
+    const parsed = hostPort.safeParse(h);
+    if (!parsed.success) throw new Error(`Sentinel address "${h}" in REDIS_URL is not host:port`);
+    return parsed.data;
+  });
+  return { kind: 'sentinel', sentinels, masterName, db: db ? Number(db) : 0, ...(password ? { password } : {}) };
+}
+
+/**
+ * After a failover the old primary answers writes with READONLY (a replica now) until the client finds
+ * the new one: reconnect and resend the command instead of failing it, so a script run during the
+ * switch is retried rather than dropped. The same for LOADING (a restarted server replaying its AOF).
+ */
+export function reconnectOnError(err: Error): boolean | 1 | 2 {
+  return /^(READONLY|LOADING|MASTERDOWN)/.test(err.message) ? 2 : false;
+}
+
+/** A connection to the Redis that `url` names (see RedisTarget), with Ripple's failover handling. */
+export function createRedis(url: string, opts: RedisOptions = {}): Redis {
+  const target = parseRedisUrl(url);
+  const common: RedisOptions = { reconnectOnError, ...opts };
+  if (target.kind === 'single') return new Redis(target.url, common);
+  return new Redis({
+    sentinels: target.sentinels,
+    name: target.masterName,
+    db: target.db,
+    ...(target.password ? { password: target.password } : {}),
+    // Ask the sentinels again on every reconnect, so a failover is followed without a restart.
+    sentinelRetryStrategy: (times) => Math.min(times * 200, 2_000),
+    failoverDetector: true,
+    ...common,
+  });
+}
+
+/** The URL with any password replaced, for logs and errors. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^@/]*)@/, (_, cred: string) => `//${cred.includes(':') ? `${cred.split(':')[0]}:***` : '***'}@`);
+}

@@ -1,0 +1,88 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../runtime/log.js';
+import { scriptKeys, type QueueKeys } from './keys.js';
+import { runScript } from './run-script.js';
+import { RENEW } from './scripts.js';
+
+/** Why a claim's handler was told to stop. */
+export type LeaseLoss = 'refused' | 'expired' | 'deadline' | 'lock-lost';
+
+/**
+ * Keeps one claim's lease alive while its handler runs, and says when it is lost. The lease lives in
+ * Redis (CLAIM set it, RENEW extends it) and is judged there by Redis's clock; this side renews every
+ * third of the lease and, because a renewal it cannot confirm may not have happened, also stops
+ * trusting the lease shortly before the last confirmed renewal would run out, by its own clock, counted
+ * from when that renewal was sent (never later than Redis's view).
+ */
+export class ClaimLease {
+  readonly controller = new AbortController();
+  private renewTimer: NodeJS.Timeout | undefined;
+  private expiryTimer: NodeJS.Timeout | undefined;
+  /** Local time by which the lease has surely run out in Redis unless renewed since. */
+  private expiresAt: number;
+  private stopped = false;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: QueueKeys,
+    private readonly key: string,
+    readonly token: string,
+    private readonly leaseMs: number,
+    claimSentAt: number,
+    private readonly log: Logger,
+  ) {
+    this.expiresAt = claimSentAt + leaseMs;
+    this.armExpiry();
+    this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Local time until which the lease may still be alive (0 once it is known lost). */
+  get aliveUntil(): number {
+    return this.controller.signal.aborted && this.controller.signal.reason !== 'deadline' ? 0 : this.expiresAt;
+  }
+
+  lose(reason: LeaseLoss): void {
+    if (this.controller.signal.aborted) return;
+    this.controller.abort(reason);
+    // No more renewals: a handler that does not stop lets the lease run out, and the key goes on.
+    this.stop();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.renewTimer);
+    clearTimeout(this.expiryTimer);
+  }
+
+  private armExpiry(): void {
+    clearTimeout(this.expiryTimer);
+    const margin = Math.min(1_000, Math.floor(this.leaseMs / 10));
+    this.expiryTimer = setTimeout(() => {
+      this.log.warn({ key: this.key, token: this.token }, 'lease not renewed in time; aborting the reconcile');
+      this.lose('expired');
+    }, Math.max(0, this.expiresAt - margin - Date.now()));
+  }
+
+  private async renew(): Promise<void> {
+    if (this.stopped) return;
+    const sentAt = Date.now();
+    try {
+      const held = await runScript(this.redis, RENEW, scriptKeys(this.keys), [this.key, this.token, String(this.leaseMs)]);
+      if (this.stopped) return;
+      if (held !== 1) {
+        this.log.warn({ key: this.key, token: this.token }, 'lease taken over by another claim; aborting the reconcile');
+        this.lose('refused');
+        return;
+      }
+      this.expiresAt = sentAt + this.leaseMs;
+      this.armExpiry();
+    } catch (err) {
+      // Not confirmed: the expiry timer decides, from the last renewal that was.
+      this.log.debug({ key: this.key, err: err instanceof Error ? err.message : String(err) }, 'lease renewal failed');
+    }
+  }
+}
