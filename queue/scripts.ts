@@ -133,7 +133,8 @@ return schedule(ARGV[1], now + tonumber(ARGV[2]), now, ARGV[3])
  *                    leaves a job behind it;
  *   reschedule <id> <delayMs>  held, and another pending job stands for the key: it is brought forward
  *                    to the lease's end, and this job ends;
- *   skip             held, and another pending job due no later stands for the key: this job ends.
+ *   skip             held, and another pending job due no later stands for the key: this job ends;
+ *                    also when the key is free but another pending job (due now) stands for it.
  * Requests marked dirty against a holder whose lease ran out are folded in: the claim reads fresh state.
  */
 export const CLAIM = `${LIVE}${HELD}
@@ -161,6 +162,17 @@ if isPending then
   redis.call('HDEL', KEYS[1], key)
   redis.call('HDEL', KEYS[7], key)
   redis.call('ZREM', KEYS[2], key)
+else
+  -- A second job for a key that already has a pending one (an enqueuer that stalled past the pending
+  -- grace added its old id late): the pending job runs later and reads fresh state, so it covers this
+  -- job's request; it is only brought forward, and this job ends.
+  local p = redis.call('HGET', KEYS[1], key)
+  if p and live(ARGV[3], p) then
+    local at = tonumber(redis.call('ZSCORE', KEYS[2], key))
+    if at and at <= now then return {'skip', '', '0'} end
+    redis.call('ZADD', KEYS[2], now, key)
+    return {'reschedule', p, '0'}
+  end
 end
 local dirty = tonumber(redis.call('ZSCORE', KEYS[4], key))
 if dirty and dirty <= now then redis.call('ZREM', KEYS[4], key) end

@@ -224,11 +224,11 @@ describe('keyed work queue', () => {
     expect(schedulers[0]?.every).toBe(1000);
   });
 
-  it('a reconcile that hangs is given up on after reconcileTimeoutMs, counted, and retried with backoff', async () => {
+  it('a reconcile past its deadline is aborted through its signal, counted, and retried with backoff once it stopped', async () => {
     const prefix = uniquePrefix('timeout');
     const queue = makeQueue(prefix);
     const registry = new Registry();
-    const runs: number[] = [];
+    const runs: Array<{ start: number; end?: number; aborted?: string }> = [];
     const worker = new KeyedWorker({
       queue,
       connection: conn(),
@@ -237,21 +237,60 @@ describe('keyed work queue', () => {
       metrics: new QueueMetrics(registry),
       reconcileTimeoutMs: 300,
       backoff: { baseMs: 50, maxMs: 1000 },
-      reconcile: async () => {
-        runs.push(Date.now());
-        // The first reconcile hangs for ever, as on a typed-client call to a dead connection.
-        if (runs.length === 1) await new Promise(() => undefined);
+      reconcile: async ({ signal }) => {
+        const run: (typeof runs)[number] = { start: Date.now() };
+        runs.push(run);
+        // The first reconcile would wait for ever, but honours its signal as the handler contract asks.
+        if (runs.length === 1) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        run.aborted = signal.aborted ? String(signal.reason) : undefined;
+        run.end = Date.now();
       },
     });
     open.push(worker);
     await queue.add('ns/hang');
-    await waitFor('the retry after the timeout', 10_000, async () => runs.length >= 2);
-    expect(runs[1]! - runs[0]!).toBeGreaterThanOrEqual(300 + 45);
+    await waitFor('the retry after the deadline', 10_000, async () => runs.length >= 2);
+    expect(runs[0]!.aborted).toBe('deadline');
+    // The retry starts only after the aborted run settled (no overlap), and after its backoff.
+    expect(runs[1]!.start).toBeGreaterThanOrEqual(runs[0]!.end! + 45);
+    expect(runs[1]!.start - runs[0]!.start).toBeGreaterThanOrEqual(300 + 45);
     await waitFor('the key to settle', 5_000, async () => (await redis.hlen(queue.keys.active)) + (await redis.zcard(queue.keys.due)) === 0);
     expect(await redis.hget(queue.keys.failures, 'ns/hang')).toBeNull();
     const timeouts = await registry.getSingleMetric('controller_runtime_reconcile_timeouts_total')?.get();
     expect(timeouts?.values).toEqual([expect.objectContaining({ labels: { controller: 'fn' }, value: 1 })]);
     expect(runs).toHaveLength(2);
+  });
+
+  it('a reconcile that ignores its signal keeps the key until its lease runs out; then the retry takes over and the late finisher is fenced out', async () => {
+    const prefix = uniquePrefix('ignore');
+    const queue = makeQueue(prefix);
+    const runs: Array<{ start: number; token: string }> = [];
+    let release: () => void = () => undefined;
+    const worker = new KeyedWorker({
+      queue,
+      connection: conn(),
+      prefix,
+      log,
+      lockDurationMs: 1000,
+      reconcileTimeoutMs: 200,
+      backoff: { baseMs: 10, maxMs: 100 },
+      concurrency: 2,
+      reconcile: async ({ token }) => {
+        runs.push({ start: Date.now(), token });
+        if (runs.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      },
+    });
+    open.push(worker);
+    const t0 = Date.now();
+    await queue.add('ns/stuck');
+    await waitFor('the retry after the lease ran out', 10_000, async () => runs.length >= 2);
+    // Deadline 200 ms, then the worker waits for the lease (1 s, no longer renewed) before giving up the key.
+    expect(runs[1]!.start - t0).toBeGreaterThanOrEqual(1000);
+    expect(Number(runs[1]!.token)).toBeGreaterThan(Number(runs[0]!.token));
+    // The abandoned handler finishing now changes nothing: its key is someone else's or free.
+    release();
+    await sleep(300);
+    expect(runs).toHaveLength(2);
+    await waitFor('the key to settle', 5_000, async () => (await redis.hlen(queue.keys.active)) + (await redis.zcard(queue.keys.due)) === 0);
   });
 
   it('the follow-up of a release survives failing adds: apply is retried', async () => {
