@@ -10,6 +10,10 @@ import { z } from 'zod';
 import { allFunctions } from '../functions/index.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { livenessProblems, readinessProblems, type HealthSources } from '../ops/health.js';
+import { registerHealthMetrics } from '../ops/health-metrics.js';
+import { registerObjectPhases } from '../ops/object-phases.js';
+import { kubeRequest } from '../kube/raw.js';
+import { Resources } from '../kube/resources.js';
 import { modelServingRoleStatusReader } from '../functions/reconcile-modelserving/role-status-reader.js';
 import { opsApp, startOpsServer } from '../ops/server.js';
 import { QueueMetrics } from '../queue/metrics.js';
@@ -228,6 +232,19 @@ async function main(): Promise<void> {
       mode === 'all' || mode === 'ops'
         ? { host, token: config.RIPPLE_OPS_TOKEN, roles: modelServingRoleStatusReader(host.redis, host.prefix), log }
         : undefined;
+    // What the alert rules (infra/alerts/) read: Redis, watches, leadership, and the objects' phases.
+    const leaseName = `${config.RIPPLE_PREFIX}-watcher`;
+    registerHealthMetrics(registry, {
+      redis: host.redis,
+      watcher,
+      watchDownBoundMs: watcher ? config.RIPPLE_WATCH_DOWN_BOUND_MS : undefined,
+      leader: elector ? { name: leaseName, isLeader: () => elector!.isLeader() } : undefined,
+    });
+    if (control) {
+      const phased = [Resources.modelServing.kind, Resources.variantAutoscaling.kind] as string[];
+      const resources = host.functions.flatMap((f) => (f.primary && phased.includes(f.primary.kind) ? [f.primary] : []));
+      registerObjectPhases(registry, { resources, namespace, get: (p, query) => kubeRequest(kc, p, { query, timeoutMs: 5_000 }) });
+    }
     const app = opsApp({ registry, live: () => livenessProblems(sources), ready: () => readinessProblems(sources), control });
     const ops = await startOpsServer({ app, port: config.RIPPLE_OPS_PORT, host: config.RIPPLE_OPS_HOST });
     opsPort = ops.port;

@@ -19,7 +19,7 @@ export interface HealthSources {
 
 // ioredis queues commands while disconnected (workers need that), so a bare PING would hang for as
 // long as Redis is down; the probe must answer within the kubelet's timeout instead.
-async function redisProblem(redis: Pick<Redis, 'ping'>, timeoutMs: number): Promise<string | undefined> {
+export async function redisProblem(redis: Pick<Redis, 'ping'>, timeoutMs: number): Promise<string | undefined> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const timeout = new Promise<never>((_, reject) => {
