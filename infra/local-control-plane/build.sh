@@ -8,12 +8,22 @@ source "$here/versions.env"
 mkdir -p "$bin"
 
 stamp_of() { cat "$here/versions.env" "$here"/build/*/go.mod "$here"/build/*/go.sum | sha256sum | cut -c1-16; }
+stages_stamp() { cat "$here/build/kwok/go.sum" "$here"/build/kwok/stages/*.go | sha256sum | cut -c1-16; }
 stamp="$(stamp_of)"
 all=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
 if [[ -f "$bin/.stamp" && "$(cat "$bin/.stamp")" == "$stamp" ]]; then
   missing=0; for b in "${all[@]}"; do [[ -x "$bin/$b" ]] || missing=1; done
   [[ -s "$bin/kwok-stages.yaml" ]] || missing=1
-  if [[ $missing == 0 ]]; then echo "control plane: binaries are current in $bin"; exit 0; fi
+  if [[ $missing == 0 ]]; then
+    # The KWOK stages come from a small Go program, not a binary: when it changed, regenerate them alone.
+    if [[ "$(cat "$bin/.kwok-stages-stamp" 2>/dev/null)" != "$(stages_stamp)" ]]; then
+      echo "control plane: regenerating $bin/kwok-stages.yaml"
+      (cd "$here/build/kwok" && GOTOOLCHAIN=local go run ./stages > "$bin/kwok-stages.yaml.new") \
+        && mv "$bin/kwok-stages.yaml.new" "$bin/kwok-stages.yaml" && stages_stamp > "$bin/.kwok-stages-stamp" \
+        || { echo "control plane: generating the KWOK stages failed (Go is required)" >&2; exit 1; }
+    fi
+    echo "control plane: binaries are current in $bin"; exit 0
+  fi
 fi
 
 if ! command -v go >/dev/null; then
@@ -40,7 +50,7 @@ progress "etcd $ETCD_VERSION"
 (cd "$here/build/etcd" && go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3)
 progress "kwok $KWOK_VERSION"
 (cd "$here/build/kwok" && go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok \
-  && go run ./stages > "$bin/kwok-stages.yaml")
+  && go run ./stages > "$bin/kwok-stages.yaml" && stages_stamp > "$bin/.kwok-stages-stamp")
 cd "$here/build/kubernetes"
 for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   progress "$c $KUBERNETES_VERSION"
