@@ -20,6 +20,8 @@ fi
 
 missing=()
 command -v redis-server >/dev/null || [[ -n "${REDIS_URL:-}" ]] || missing+=(redis-server)
+# The fault-injection suite (test/faults/) fails a Redis primary over with real Sentinels.
+command -v redis-sentinel >/dev/null || missing+=(redis-sentinel)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
 # The autoscaler's tests scrape a real Prometheus (Debian's package).
@@ -40,4 +42,6 @@ if [[ -z "${RIPPLE_TEST_KUBECONFIG:-}" ]]; then
     echo "setup: Go 1.24 or newer is required to build the local control plane (or set RIPPLE_TEST_KUBECONFIG to a running cluster)" >&2; exit 1
   fi
   bash infra/local-control-plane/build.sh
+  # Helm, for the chart's tests (charts/ripple), from the Go module proxy the same way.
+  bash infra/local-control-plane/build-helm.sh
 fi

@@ -1,0 +1,138 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Redis } from 'ioredis';
+import type { WorkQueue } from '../../../queue/work-queue.js';
+import { checkHistory, parseHistory, type HistoryReport, type ReconcileRecord } from '../checker.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The watch-event side of a fault case: each event bumps one object's version in the world, then
+ * enqueues its key (WorkQueue.add), as a watcher would. An add that fails (the queue's Redis is down or
+ * failing over) is retried until it lands, as the watcher holds an event it could not deliver: an event
+ * the driver dropped would be the driver's loss, not the queue's.
+ */
+export class Storm {
+  sent = 0;
+  addRetries = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly world: Redis,
+    private readonly queue: WorkQueue,
+    private readonly prefix: string,
+    readonly keys: string[],
+  ) {}
+
+  /** One event for `key` now. */
+  async event(key: string): Promise<void> {
+    await this.world.incr(`${this.prefix}:version:${key}`);
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      try {
+        await this.queue.add(key);
+        break;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        this.addRetries++;
+        await sleep(100);
+      }
+    }
+    this.sent++;
+  }
+
+  /** Bursts of events on random keys with short random pauses, until `events` were sent or stop(). */
+  async run(events: number, maxBurst = 40): Promise<void> {
+    const target = this.sent + events;
+    while (!this.stopped && this.sent < target) {
+      const burst = Math.min(target - this.sent, 1 + Math.floor(Math.random() * maxBurst));
+      await Promise.all(Array.from({ length: burst }, () => this.event(this.keys[Math.floor(Math.random() * this.keys.length)]!)));
+      await sleep(5 + Math.floor(Math.random() * 20));
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  async finalVersions(): Promise<Map<string, number>> {
+    const values = await this.world.mget(...this.keys.map((k) => `${this.prefix}:version:${k}`));
+    return new Map(this.keys.map((k, i) => [k, Number(values[i] ?? '0')]));
+  }
+}
+
+/** Every history line the workers of one case appended. */
+export function readHistory(dir: string): ReconcileRecord[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) => parseHistory(readFileSync(path.join(dir, f), 'utf8')));
+}
+
+/**
+ * What the queue left behind: each of Ripple's per-key structures (`seq`, a counter, is not one) and
+ * BullMQ's unfinished job lists. After a drain all must be empty.
+ */
+export async function leftovers(redis: Redis, queue: WorkQueue): Promise<Record<string, number>> {
+  const k = queue.keys;
+  const out: Record<string, number> = {};
+  for (const [name, type] of [
+    ['pending', 'hash'],
+    ['pendingSince', 'hash'],
+    ['due', 'zset'],
+    ['active', 'hash'],
+    ['dirty', 'zset'],
+    ['failures', 'hash'],
+    ['leases', 'zset'],
+  ] as const) {
+    const key = k[name];
+    out[name] = type === 'hash' ? await redis.hlen(key) : await redis.zcard(key);
+  }
+  const counts = await queue.bull.getJobCounts('wait', 'active', 'delayed', 'paused', 'prioritized', 'waiting-children');
+  for (const [state, n] of Object.entries(counts)) out[`bull:${state}`] = n;
+  return out;
+}
+
+export interface CaseReport extends HistoryReport {
+  case: string;
+  events: number;
+  leakedKeys: number;
+  leftovers: Record<string, number>;
+  drained: boolean;
+}
+
+/**
+ * Waits (up to `timeoutMs`) for the queue to settle — nothing left in it, every changed key's last
+ * accepted reconcile read its final version — then judges the whole history. It returns the report
+ * even when the wait runs out, so the case prints its counts and its assertions say what is wrong.
+ */
+export async function drainAndCheck(opts: {
+  name: string;
+  storm: Storm;
+  redis: Redis;
+  queue: WorkQueue;
+  historyDir: string;
+  timeoutMs?: number;
+}): Promise<CaseReport> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  const finals = await opts.storm.finalVersions();
+  let report: CaseReport;
+  for (;;) {
+    const left = await leftovers(opts.redis, opts.queue);
+    const leakedKeys = Object.values(left).reduce((a, b) => a + b, 0);
+    const history = checkHistory(readHistory(opts.historyDir), finals);
+    const drained = leakedKeys === 0 && history.lost === 0;
+    report = { case: opts.name, events: opts.storm.sent, ...history, leakedKeys, leftovers: left, drained };
+    if (drained || Date.now() > deadline) break;
+    await sleep(250);
+  }
+  // Counts first, one line, for the CI log and the issue's closing note.
+  const { violations, leftovers: left, ...counts } = report;
+  console.log(`faults: ${JSON.stringify(counts)}`);
+  // Overlaps and lost updates first: a history without tokens has a token-order line per reconcile.
+  const rank = { overlap: 0, lost: 1, 'token-order': 2 } as const;
+  const worst = [...violations].sort((a, b) => rank[a.kind] - rank[b.kind]).slice(0, 10);
+  if (violations.length > 0) console.log(`faults: ${opts.name} violations (first 10): ${JSON.stringify(worst)}`);
+  if (report.leakedKeys > 0) console.log(`faults: ${opts.name} leftovers: ${JSON.stringify(left)}`);
+  return report;
+}
