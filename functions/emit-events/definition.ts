@@ -1,6 +1,7 @@
 import { EMIT_EVENTS, pendingEventObjects } from '../../runtime/event-sink.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { reconcile } from './handler.js';
+import { sweepStaleEventRequests } from './sweep.js';
 
 /**
  * The event sink of every function. It watches nothing: other functions feed it through
@@ -17,6 +18,7 @@ export function definition(_env: NodeJS.ProcessEnv = process.env): FunctionDefin
     triggers: [],
     reconcile,
     resyncKeys: ({ redis, prefix }) => pendingEventObjects(redis, prefix),
+    sweep: sweepStaleEventRequests,
     // Each reconcile mostly waits on Redis and the API server; different objects proceed in parallel.
     concurrency: 8,
   };

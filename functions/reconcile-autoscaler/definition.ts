@@ -12,6 +12,7 @@ import { autoscalerNames } from './config/names.js';
 import { reconcile } from './handler.js';
 import { FUNCTION_NAME, OPTIMIZE_KEY } from './keys.js';
 import { registerAutoscalerMetrics } from './metrics/collector.js';
+import { sweepVariantState } from './sweep.js';
 import { autoscalerTriggers } from './triggers.js';
 
 export function definition(env: Readonly<Record<string, string | undefined>> = process.env): FunctionDefinition {
@@ -25,6 +26,7 @@ export function definition(env: Readonly<Record<string, string | undefined>> = p
     resyncIntervalMs: DEFAULT_GLOBAL_OPT_INTERVAL_MS,
     concurrency: 4,
     resyncKeys: async () => [OPTIMIZE_KEY],
+    sweep: sweepVariantState,
     metrics: registerAutoscalerMetrics,
   };
 }

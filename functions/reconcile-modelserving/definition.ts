@@ -5,6 +5,7 @@ import { mapToControllerOwner, mapToSelf } from '../../watcher/mappers.js';
 import { onlyEvents } from '../../watcher/predicates.js';
 import { modelServingConfig } from './config.js';
 import { reconcile } from './handler.js';
+import { sweepRoleStatus } from './sweep.js';
 import { CHILDREN_SELECTOR, modelServingChanged, podFactsChanged, serviceChanged } from './triggers.js';
 
 export const RECONCILE_MODELSERVING = 'reconcile-modelserving';
@@ -31,6 +32,7 @@ export function definition(env: Readonly<Record<string, string | undefined>> = p
       { resource: Resources.podGroup, labelSelector: CHILDREN_SELECTOR, optional: true, predicate: onlyEvents('delete'), map: toOwner },
     ],
     reconcile,
+    sweep: sweepRoleStatus,
     resyncIntervalMs: config.MODELSERVING_RESYNC_MS,
     concurrency: config.MODELSERVING_CONCURRENCY,
   };
