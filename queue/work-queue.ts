@@ -98,20 +98,40 @@ export class WorkQueue {
     }
   }
 
-  /** Brings the pending job forward to `result.delayMs` from now (only if it is later, when `onlyIfLater`). */
+  /**
+   * Brings the pending job forward to `result.delayMs` from now (only if it is later, when `onlyIfLater`).
+   * Two callers can move one job at once (an event and a release), and their changes may land in
+   * either order, the later-due one last. So after its own change each caller compares the job's delayed
+   * time with the key's due in Ripple's structures (which scripts only ever lower) and corrects it; the
+   * caller whose change landed last sees the final state, so the earliest request wins.
+   */
   private async moveEarlier(key: string, result: ScheduleResult, onlyIfLater: boolean): Promise<void> {
+    let delayMs = result.delayMs;
     const job = await this.bull.getJob(result.jobId);
     if (!job) return;
     // 50 ms of slack: the job's timestamp comes from the adder's clock, not Redis's.
-    if (onlyIfLater && job.timestamp + (job.delay ?? 0) <= Date.now() + result.delayMs + 50) return;
-    try {
-      if (result.delayMs === 0) await job.promote();
-      else await job.changeDelay(result.delayMs);
-    } catch (err) {
-      // The job became due, started or finished since the script ran: nothing left to move. Anything
-      // else (Redis unreachable) propagates so the caller retries.
-      if (!(err instanceof Error && /is not in the delayed state|Missing key for job/.test(err.message))) throw err;
-      this.opts.log?.debug({ key, jobId: result.jobId, err: err.message }, 'pending job no longer delayed');
+    if (onlyIfLater && job.timestamp + (job.delay ?? 0) <= Date.now() + delayMs + 50) return;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        if (delayMs <= 0) await job.promote();
+        else await job.changeDelay(delayMs);
+      } catch (err) {
+        // The job became due, started or finished since the script ran: nothing left to move. Anything
+        // else (Redis unreachable) propagates so the caller retries.
+        if (!(err instanceof Error && /is not in the delayed state|Missing key for job/.test(err.message))) throw err;
+        this.opts.log?.debug({ key, jobId: result.jobId, err: err.message }, 'pending job no longer delayed');
+        return;
+      }
+      const [pending, due, score] = await Promise.all([
+        this.opts.connection.hget(this.keys.pending, key),
+        this.opts.connection.zscore(this.keys.due, key),
+        this.opts.connection.zscore(this.bull.toKey('delayed'), result.jobId),
+      ]);
+      if (pending !== result.jobId || due === null || score === null) return;
+      // BullMQ scores a delayed job by its due time × 0x1000 plus a counter.
+      const jobDue = Math.floor(Number(score) / 0x1000);
+      if (jobDue <= Number(due) + 50) return;
+      delayMs = Number(due) - Date.now();
     }
   }
 

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { QueueMetrics } from '../../queue/metrics.js';
 import { runScript } from '../../queue/run-script.js';
+import { scriptKeys } from '../../queue/keys.js';
 import { ENQUEUE } from '../../queue/scripts.js';
 import { KeyedWorker } from '../../queue/worker.js';
 import { parseSchedule, WorkQueue, type ScheduleResult } from '../../queue/work-queue.js';
@@ -326,11 +327,77 @@ describe('keyed work queue', () => {
     expect(runs).toHaveLength(2);
   });
 
+  it('two reschedules of one pending job landing in the wrong order: the earlier request still wins', async () => {
+    const prefix = uniquePrefix('reorder');
+    const queue = makeQueue(prefix);
+    const keys = scriptKeys(queue.keys);
+    const runs: number[] = [];
+    await queue.add('ns/r', 60_000, 'requeue'); // a requeueAfter of a minute is pending
+    // Two requests race: one wants the key in 30 s, the other in 0.5 s. Their scripts run in that order,
+    // but the later request's move lands first and the earlier one's last.
+    const in30s = parseSchedule(await runScript(conn(), ENQUEUE, keys, ['ns/r', '30000', queue.keys.jobKeyPrefix]));
+    const soon = parseSchedule(await runScript(conn(), ENQUEUE, keys, ['ns/r', '500', queue.keys.jobKeyPrefix]));
+    expect([in30s.action, soon.action]).toEqual(['reschedule', 'reschedule']);
+    await queue.apply('ns/r', soon, 'event');
+    await queue.apply('ns/r', in30s, 'event');
+    const t0 = Date.now();
+    const worker = new KeyedWorker({ queue, connection: conn(), prefix, log, reconcile: async () => void runs.push(Date.now()) });
+    open.push(worker);
+    await waitFor('the reconcile the earliest request asked for', 10_000, async () => runs.length >= 1);
+    expect(runs[0]! - t0).toBeLessThan(5_000);
+  });
+
+  it('a job added late for a key whose pending job is waiting does not run the key twice', async () => {
+    const prefix = uniquePrefix('late');
+    const queue = makeQueue(prefix);
+    const keys = scriptKeys(queue.keys);
+    // An enqueuer ran its script and stalled past the pending grace before adding its job…
+    const stalled = parseSchedule(await runScript(conn(), ENQUEUE, keys, ['ns/l', '0', queue.keys.jobKeyPrefix]));
+    await redis.hset(queue.keys.pendingSince, 'ns/l', '0'); // …as if 10 s had passed
+    // …meanwhile another event recorded a new pending job for the key, due in 300 ms.
+    const current = await queue.add('ns/l', 300);
+    expect(current.jobId).not.toBe(stalled.jobId);
+    await queue.apply('ns/l', stalled, 'event'); // the stalled enqueuer wakes and adds its old id
+    const runs: string[] = [];
+    const worker = new KeyedWorker({ queue, connection: conn(), prefix, log, reconcile: async ({ reason }) => void runs.push(reason) });
+    open.push(worker);
+    await waitFor('the key to settle', 10_000, async () => runs.length >= 1 && (await redis.zcard(queue.keys.due)) + (await redis.hlen(queue.keys.active)) === 0);
+    await sleep(500);
+    expect(runs).toHaveLength(1);
+  });
+
+  it('the resync tick sweeps orphaned entries and still runs the keys they stood for', async () => {
+    const prefix = uniquePrefix('sweep');
+    const queue = makeQueue(prefix);
+    const k = queue.keys;
+    const runs: string[] = [];
+    // What crashes leave behind: a pending id whose job never came (past the grace), a claim whose
+    // lease ended long ago, a dirty mark without a holder, a due time without a pending id, a failure
+    // count for a key with nothing scheduled.
+    await redis.hset(k.pending, 'ns/p', 'ns/p#999');
+    await redis.hset(k.pendingSince, 'ns/p', '0');
+    await redis.zadd(k.due, '0', 'ns/p');
+    await redis.hset(k.active, 'ns/a', '5|ns/a#5');
+    await redis.zadd(k.leases, '1', 'ns/a');
+    await redis.zadd(k.dirty, '0', 'ns/d');
+    await redis.zadd(k.due, '0', 'ns/u');
+    await redis.hset(k.failures, 'ns/f', '3');
+    const worker = new KeyedWorker({ queue, connection: conn(), prefix, log, reconcile: async ({ key }) => void runs.push(key), resync: async () => 0 });
+    open.push(worker);
+    await upsertResync(queue, 1000);
+    await waitFor('every orphan swept and its key reconciled', 10_000, async () => ['ns/p', 'ns/a', 'ns/d', 'ns/u'].every((key) => runs.includes(key)));
+    await waitFor('the structures to hold nothing', 10_000, async () => {
+      const n = await Promise.all([redis.hlen(k.pending), redis.hlen(k.pendingSince), redis.zcard(k.due), redis.hlen(k.active), redis.zcard(k.leases), redis.zcard(k.dirty), redis.hlen(k.failures)]);
+      return n.every((x) => x === 0);
+    });
+    expect(runs).not.toContain('ns/f');
+  });
+
   it('an enqueue racing another between its script and its add coalesces into the one job', async () => {
     const prefix = uniquePrefix('grace');
     const queue = makeQueue(prefix);
     const k = queue.keys;
-    const keys = [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince];
+    const keys = scriptKeys(k);
     // The first enqueue has run its script (the pending id is recorded) but not yet its bull.add.
     const first = parseSchedule(await runScript(conn(), ENQUEUE, keys, ['ns/r', '0', k.jobKeyPrefix]));
     expect(first.action).toBe('add');
