@@ -183,10 +183,25 @@ describe('parseModelServing', () => {
       expect(errorsOf(withSpec({}, [role({ workerReplicas: 0, workerTemplate: { spec: { containers: [] } } })]))).toEqual([]);
     });
 
-    it('rejects generated names longer than a DNS label', () => {
-      const m = withSpec({}, [role({ name: 'decoder12345' })]);
+    it('rejects a headless Service name longer than a DNS label at ordinal 0 (what replicas cannot change)', () => {
+      const m = withSpec({}, [role({ name: 'decoder12345', workerReplicas: 1, workerTemplate: { spec: { containers: [{ name: 'w', image: 'x' }] } } })]);
       (m.metadata as Record<string, unknown>).name = 'a'.repeat(50);
-      expect(errorsOf(m)[0]).toMatch(/^spec\.template\.roles\[0\]\.name: names generated .* longer than 63 characters/);
+      expect(errorsOf(m)[0]).toMatch(/^spec\.template\.roles\[0\]: the headless Service "a{50}-0-decoder12345-0-0" of role "decoder12345" would be 69 characters/);
+    });
+
+    it('leaves names that depend on spec.replicas to the planner (an HPA may change replicas; issue 13)', () => {
+      const m = withSpec({}, [role({ name: 'prefill', workerReplicas: 1, workerTemplate: { spec: { containers: [{ name: 'w', image: 'x' }] } } })]);
+      (m.metadata as Record<string, unknown>).name = 'a'.repeat(49);
+      (m.spec as Record<string, unknown>).replicas = 10;
+      expect(errorsOf(m)).toEqual([]);
+      (m.spec as Record<string, unknown>).replicas = 1000;
+      expect(errorsOf(m)).toEqual([]);
+    });
+
+    it('rejects a name too long for a label value', () => {
+      const m = base();
+      (m.metadata as Record<string, unknown>).name = 'a'.repeat(64);
+      expect(errorsOf(m)[0]).toMatch(/^metadata\.name: 64 characters; at most 63/);
     });
 
     it('rejects a ModelServing name that cannot prefix Service names', () => {

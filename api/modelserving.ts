@@ -281,7 +281,10 @@ export const ModelServingStatusSchema = z.object({
   phase: PhaseSchema.optional().describe('Summary of the conditions: Pending, Starting, Ready, Degraded, Failed or NotAvailable.'),
   observedGeneration: z.int().optional().meta({ format: 'int64' }),
   replicas: z.int32().optional().describe('ServingGroups that exist (updated or not, ready or not, including deleting ones).'),
-  currentReplicas: z.int32().optional().describe('ServingGroups not on the update revision.'),
+  currentReplicas: z
+    .int32()
+    .optional()
+    .describe('ServingGroups (not being deleted) on currentRevision; equals updatedReplicas once the update revision is current.'),
   updatedReplicas: z.int32().optional().describe('ServingGroups on the update revision (ready or not).'),
   availableReplicas: z.int32().optional().describe('ServingGroups whose pods are all running and ready.'),
   currentRevision: z.string().optional(),
@@ -375,6 +378,9 @@ function intOrPercentError(value: IntOrString | undefined): string | undefined {
  * some cannot live in CEL: they depend on `spec.replicas`, which the scale subresource (HPA/KEDA)
  * changes without going through an admission webhook.
  */
+/** Label values and Service names (DNS-1035 labels): Kubernetes' limit. */
+const KUBE_NAME_MAX = 63;
+
 export function semanticErrors(ms: ModelServing): string[] {
   const errors: string[] = [];
   const spec = ms.spec;
@@ -386,12 +392,20 @@ export function semanticErrors(ms: ModelServing): string[] {
       `metadata.name: "${ms.metadata.name}" must be a DNS-1035 label (lowercase letters, digits and "-", starting with a letter) because it prefixes every pod and Service name`,
     );
   }
-  for (const [i, role] of roles.entries()) {
-    const generated = `${ms.metadata.name}-${spec.replicas}-${role.name}-${role.replicas}-${role.workerReplicas}`;
-    if (generated.length > 63) {
-      errors.push(
-        `spec.template.roles[${i}].name: names generated from the ModelServing name and role "${role.name}" would be longer than 63 characters (e.g. "${generated}"); shorten the ModelServing or role name`,
-      );
+  // Kubernetes limits label values and Service names to 63 characters. Only what does not depend on
+  // spec.replicas is checked here (ordinal 0): the scale subresource (an HPA) changes spec.replicas
+  // without admission, so the planner refuses only the ordinals whose names do not fit, on status.
+  if (ms.metadata.name.length > KUBE_NAME_MAX) {
+    errors.push(`metadata.name: ${ms.metadata.name.length} characters; at most ${KUBE_NAME_MAX} because it is the value of the modelserving.volcano.sh/name label on every pod`);
+  } else {
+    for (const [i, role] of roles.entries()) {
+      if (!role.workerTemplate || role.replicas <= 0) continue;
+      const svc = `${ms.metadata.name}-0-${role.name}-${role.replicas - 1}-0`;
+      if (svc.length > KUBE_NAME_MAX) {
+        errors.push(
+          `spec.template.roles[${i}]: the headless Service "${svc}" of role "${role.name}" would be ${svc.length} characters, over the ${KUBE_NAME_MAX} Kubernetes allows; shorten the ModelServing or role name, or lower the role's replicas`,
+        );
+      }
     }
   }
 

@@ -13,6 +13,7 @@
  * wait, and the reconcile asks to be run again.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
+import { z } from 'zod';
 import { isStatus, KubeApiError, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, objectPath, Resources, type ResourceRef } from '../../kube/resources.js';
 import type { Logger } from '../../runtime/log.js';
@@ -30,6 +31,8 @@ export interface ApplyOptions {
   /** Delete pods through PodOpsLifecycle (the ModelServing opted in). */
   lifecycle: boolean;
   lifecyclePollMs: number;
+  /** The ModelServing's UID: a create answered 409 by an object with another controller is reported, not counted as done. */
+  ownerUid?: string;
 }
 
 export interface ApplyResult {
@@ -38,6 +41,8 @@ export interface ApplyResult {
   waiting: number;
   /** When to look again for those (undefined: nothing waits). */
   requeueAfterMs: number | undefined;
+  /** Creates refused with 409 because someone else's object holds the name. */
+  taken: Action[];
 }
 
 /** The API server refused an object the plan built from the spec (422/400): the spec cannot work as written. */
@@ -85,12 +90,35 @@ export function stages(actions: readonly Action[]): Action[][] {
   return out;
 }
 
-async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body: unknown): Promise<void> {
+const controllerSchema = z.object({
+  metadata: z
+    .object({ ownerReferences: z.array(z.object({ uid: z.string(), controller: z.boolean().optional() })).optional() })
+    .optional(),
+});
+
+/**
+ * Create-if-absent. Returns false when the name is held by an object that is not controlled by
+ * `ownerUid` (checked only when given): a 409 from a previous attempt of ours is success, one from
+ * someone else's object means the child does not exist and will not, until that object goes.
+ */
+async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body: unknown, ownerUid?: string): Promise<boolean> {
   try {
     await kubeRequest(kc, collectionPath(ref, namespace), { method: 'POST', body });
+    return true;
   } catch (err) {
-    if (isStatus(err, 409)) return; // AlreadyExists: a previous attempt (or another worker) made it
-    throw err;
+    if (!isStatus(err, 409)) throw err;
+    const name = z.object({ metadata: z.object({ name: z.string() }) }).safeParse(body);
+    if (!ownerUid || !name.success) return true;
+    let existing: unknown;
+    try {
+      existing = await kubeRequest(kc, objectPath(ref, namespace, name.data.metadata.name));
+    } catch (getErr) {
+      if (isStatus(getErr, 404)) return true; // gone meanwhile: the next reconcile creates it
+      throw getErr;
+    }
+    const parsed = controllerSchema.safeParse(existing);
+    const controller = parsed.success ? parsed.data.metadata?.ownerReferences?.find((r) => r.controller === true) : undefined;
+    return controller?.uid === ownerUid;
   }
 }
 
@@ -107,6 +135,8 @@ async function remove(kc: KubeConfig, ref: ResourceRef, namespace: string, name:
 
 interface StepResult {
   waitMs?: number;
+  /** The name is held by someone else's object. */
+  taken?: boolean;
 }
 
 async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
@@ -128,11 +158,9 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         });
         return {};
       case 'createPod':
-        await create(kc, Resources.pod, namespace, a.pod);
-        return {};
+        return (await create(kc, Resources.pod, namespace, a.pod, opts.ownerUid)) ? {} : { taken: true };
       case 'createService':
-        await create(kc, Resources.service, namespace, a.service);
-        return {};
+        return (await create(kc, Resources.service, namespace, a.service, opts.ownerUid)) ? {} : { taken: true };
       case 'deletePod': {
         if (!opts.lifecycle) {
           await remove(kc, Resources.pod, namespace, a.name, a.uid);
@@ -188,15 +216,17 @@ export async function applyActions(actions: readonly Action[], opts: ApplyOption
   let applied = 0;
   let waiting = 0;
   let requeueAfterMs: number | undefined;
+  const taken: Action[] = [];
   for (const run of stages(actions)) {
     await bounded(run, opts.concurrency, async (a) => {
       opts.log.debug({ action: describeAction(a), reason: a.reason }, 'apply');
       const r = await step(a, opts);
-      if (r.waitMs !== undefined) {
+      if (r.taken) taken.push(a);
+      else if (r.waitMs !== undefined) {
         waiting++;
         requeueAfterMs = Math.min(requeueAfterMs ?? r.waitMs, r.waitMs);
       } else applied++;
     });
   }
-  return { applied, waiting, requeueAfterMs };
+  return { applied, waiting, requeueAfterMs, taken };
 }

@@ -4,6 +4,7 @@
  * the shared state engine's phase/Ready/ConfigValid).
  */
 import { MODEL_SERVING_API_VERSION, MODEL_SERVING_KIND, parseModelServing, type ModelServing } from '../../api/modelserving.js';
+import { z } from 'zod';
 import { kubeObjectSchema, type KubeObject } from '../../kube/object.js';
 import { Resources } from '../../kube/resources.js';
 import { TerminalError } from '../../runtime/errors.js';
@@ -12,10 +13,11 @@ import { writeStatus, type StatusOwner } from '../../status/write.js';
 import { applyActions, RejectedChildError } from './apply.js';
 import { modelServingConfig } from './config.js';
 import { enrolled, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
+import { isNamespaceTerminating, terminatingMemory } from './namespace-terminating.js';
 import { clusterCapabilities, listChildren, readModelServing } from './observe.js';
-import type { Action } from './plan/actions.js';
-import { LABEL_ENTRY, LABEL_ROLE } from './plan/names.js';
-import { planModelServing } from './plan/plan.js';
+import type { Action, Blocked } from './plan/actions.js';
+import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
+import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.js';
 import type { RoleTransition } from './plan/role-status.js';
 import { roleStore, snapshotsEqual } from './role-store.js';
 import { invalidSpecStatus, unifiedStatus, type UnifiedStatus } from './unified-status.js';
@@ -43,7 +45,8 @@ async function writeUnified(ctx: HandlerContext, obj: KubeObject, u: UnifiedStat
 
 /** Reports a spec that can never work on status (ConfigValid=False, phase Failed) and stops retrying. */
 async function rejectSpec(ctx: HandlerContext, obj: KubeObject, problems: string[]): Promise<never> {
-  await writeUnified(ctx, obj, invalidSpecStatus(problems));
+  const previous = z.object({ conditions: z.array(z.object({ type: z.string() })).optional() }).safeParse((obj as Record<string, unknown>).status);
+  await writeUnified(ctx, obj, invalidSpecStatus(problems, previous.success ? previous.data.conditions : undefined));
   ctx.log.warn({ problems }, 'invalid ModelServing spec; reported on status (ConfigValid=False)');
   throw new TerminalError(problems.join('; '));
 }
@@ -59,6 +62,11 @@ function rejectionProblem(ms: ModelServing, err: RejectedChildError): string {
     return `${at}: the API server rejected pod ${a.pod.metadata?.name ?? ''} built from it: ${err.apiMessage}`;
   }
   return `spec.template: the API server rejected an object built from it: ${err.message}`;
+}
+
+function takenBy(a: Action): Blocked {
+  const meta = a.kind === 'createPod' ? a.pod.metadata : a.kind === 'createService' ? a.service.metadata : undefined;
+  return foreignName(a.kind === 'createService' ? 'Service' : 'pod', meta?.name ?? '', meta?.labels?.[LABEL_GROUP_NAME] ?? '');
 }
 
 async function announce(ctx: HandlerContext, ms: ModelServing, transitions: readonly RoleTransition[]): Promise<void> {
@@ -84,21 +92,23 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   const namespace = req.namespace;
   if (!namespace) throw new TerminalError(`ModelServing key ${req.key} has no namespace`);
   const store = roleStore(ctx.redis, ctx.prefix, namespace, req.name);
+  const dying = terminatingMemory(ctx.redis, ctx.prefix, namespace, req.name);
 
   // Everything is read at once: the children are found by the ModelServing's name (the key), so
   // they need not wait for it. Each read is fresh; any skew between them is what the next reconcile
   // (brought by the newer objects' own events) sees.
-  const [raw, cluster, loaded] = await Promise.all([
+  const [raw, cluster, loaded, refusedUid] = await Promise.all([
     readModelServing(ctx.kc, namespace, req.name),
     clusterCapabilities(ctx.kc, ctx.redis, ctx.prefix),
     store.loadRaw(),
+    dying.read(),
   ]);
   const childrenRead = raw === undefined ? undefined : listChildren(ctx.kc, namespace, req.name, cluster.volcanoPodGroups);
   // A rejection of the lists must not go unobserved while the ModelServing is judged.
   void childrenRead?.catch(() => undefined);
   if (raw === undefined) {
     // Gone: its children go with their owner references; only the datastore entry is ours to drop.
-    await store.remove();
+    await Promise.all([store.remove(), refusedUid === null ? undefined : dying.forget()]);
     return;
   }
   const obj = kubeObjectSchema.parse(raw);
@@ -107,6 +117,11 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   const ms = parsed.value;
   if (ms.metadata.deletionTimestamp) return;
   const uid = ms.metadata.uid ?? '';
+  if (refusedUid !== null && refusedUid === uid) {
+    // Its namespace is being deleted: nothing can be created, and the ModelServing goes next.
+    ctx.log.debug('namespace is being deleted; not reconciling');
+    return;
+  }
 
   const stored = store.forOwner(loaded, uid);
   if (stored && stored.outbox.length > 0) {
@@ -150,9 +165,15 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
       concurrency: config.MODELSERVING_APPLY_CONCURRENCY,
       lifecycle: optedIn || masked.pending.length > 0,
       lifecyclePollMs: config.MODELSERVING_LIFECYCLE_POLL_MS,
+      ownerUid: uid,
     });
   } catch (err) {
     if (err instanceof RejectedChildError) return rejectSpec(ctx, obj, [rejectionProblem(ms, err)]);
+    if (isNamespaceTerminating(err)) {
+      await dying.remember(uid);
+      ctx.log.info('namespace is being deleted; no more children are created for this ModelServing');
+      return;
+    }
     throw err;
   }
   if (actions.length > 0) {
@@ -172,9 +193,15 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
       await store.clearOutbox(seq);
     }
   };
-  const [written] = await Promise.all([writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods)), recordRoles()]);
+  // Names someone else's object holds (found by the creates' 409s): on status, and looked at again
+  // slowly, since that object's events do not come to this ModelServing.
+  const taken = applied.taken.map((a) => takenBy(a));
+  if (taken.length > 0) ctx.log.warn({ taken: taken.map((t) => t.message) }, 'names held by objects this ModelServing does not own');
+  const blocked = [...plan.blocked, ...taken];
+  const [written] = await Promise.all([writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked)), recordRoles()]);
   const requeueAfterMs = earliest(
     plan.requeueAfterSeconds === undefined ? undefined : plan.requeueAfterSeconds * 1000,
+    taken.length > 0 ? FOREIGN_RECHECK_MS : undefined,
     applied.requeueAfterMs,
     written.requeueAfterMs,
   );

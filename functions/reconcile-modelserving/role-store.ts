@@ -37,6 +37,7 @@ const RoleRecordSchema = z.object({
   state: z.enum(['Creating', 'Running', 'Deleting']),
   revision: z.string(),
   templateHash: z.string(),
+  restarts: z.record(z.string(), z.int().nonnegative()).optional(),
 });
 
 const GroupRecordSchema = z.object({

@@ -70,3 +70,28 @@ describe('unifiedStatus', () => {
     expect(get(result as ReturnType<typeof engine>['result'], 'Stalled')?.status).toBe('True');
   });
 });
+
+describe('blocked work (issue 13 scenario 3)', () => {
+  it('is Degraded with NameTooLong, not a spec failure', () => {
+    const u = unifiedStatus(
+      { conditions: [{ type: 'Progressing', status: 'True', reason: 'GroupProgressing', message: 'm', lastTransitionTime: 't' }] },
+      [],
+      [],
+      [{ reason: 'NameTooLong', message: 'spec.replicas: too long' }],
+    );
+    expect(u.input.children).toEqual([{ name: 'ServingGroups', state: 'Degraded', reason: 'NameTooLong', message: 'spec.replicas: too long' }]);
+    expect(u.input.errors).toEqual([]);
+  });
+});
+
+describe('an invalid spec on a ModelServing that was Available (issue 13 scenario 9)', () => {
+  it('turns Available (and the other Kthena conditions present) False beside phase Failed', () => {
+    const previous = [cond('Available', 'True', 'AllGroupsReady'), cond('Progressing', 'False', 'AllGroupsReady')];
+    const u = invalidSpecStatus(['spec.a: x'], previous);
+    const result = computeStatus({ ...u.input, previous: { conditions: previous }, generation: 2, now: NOW });
+    expect(result.status.phase).toBe('Failed');
+    expect(get(result as ReturnType<typeof engine>['result'], 'Available')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(get(result as ReturnType<typeof engine>['result'], 'Progressing')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(get(result as ReturnType<typeof engine>['result'], 'UpdateInProgress')).toBeUndefined();
+  });
+});

@@ -9,6 +9,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { ModelServingStatus } from '../../api/modelserving.js';
 import type { ConditionInput } from '../../status/conditions.js';
 import type { ChildHealth, ClassifiedError, StateEngineInput } from '../../status/engine.js';
+import type { Blocked } from './plan/actions.js';
 
 /** The child whose `{Child}Ready` condition summarises the ServingGroups. */
 export const SERVING_GROUPS_CHILD = 'ServingGroups';
@@ -45,7 +46,12 @@ export function unschedulablePods(pods: readonly V1Pod[]): Array<{ name: string;
   return out;
 }
 
-export function unifiedStatus(status: ModelServingStatus, problems: readonly string[], pods: readonly V1Pod[]): UnifiedStatus {
+export function unifiedStatus(
+  status: ModelServingStatus,
+  problems: readonly string[],
+  pods: readonly V1Pod[],
+  blocked: readonly Blocked[] = [],
+): UnifiedStatus {
   const fields: Record<string, unknown> = {};
   for (const key of KTHENA_FIELDS) if (status[key] !== undefined) fields[key] = status[key];
 
@@ -55,7 +61,12 @@ export function unifiedStatus(status: ModelServingStatus, problems: readonly str
 
   let child: ChildHealth;
   if (trueOne?.type === 'Available') child = { name: SERVING_GROUPS_CHILD, state: 'Ready', reason: trueOne.reason };
-  else if (problems.length > 0) {
+  else if (blocked.length > 0) {
+    // Part of the spec cannot be made (names over 63 characters at this many replicas, names someone
+    // else holds): what exists keeps serving and is reconciled, so this is reduced capacity, not a
+    // failed, terminal spec.
+    child = { name: SERVING_GROUPS_CHILD, state: 'Degraded', reason: blocked[0]?.reason ?? 'Blocked', message: blocked.map((b) => b.message).join('; ') };
+  } else if (problems.length > 0) {
     // Pods nobody schedules (no scheduler of that name): waiting on the cluster, not progressing.
     child = { name: SERVING_GROUPS_CHILD, state: 'Pending', reason: 'PodsNotScheduled', message: problems.join('; ') };
   } else {
@@ -79,13 +90,23 @@ export function unifiedStatus(status: ModelServingStatus, problems: readonly str
   return { fields, input: { children: [child], errors, upstreamConditions } };
 }
 
-/** Engine inputs for a spec that cannot be run: `ConfigValid=False` with one line per problem. */
-export function invalidSpecStatus(problems: readonly string[]): UnifiedStatus {
+/**
+ * Engine inputs for a spec that cannot be run: `ConfigValid=False` with one line per problem. Kthena's
+ * conditions that are present turn False with reason `InvalidSpec` (`Available` always: a Failed
+ * ModelServing is never left saying Available=True, whatever its pods still do).
+ */
+export function invalidSpecStatus(problems: readonly string[], previous?: readonly { type: string }[]): UnifiedStatus {
+  const present = new Set((previous ?? []).map((c) => c.type));
+  const message = 'the spec is invalid; see ConfigValid';
+  const upstreamConditions: ConditionInput[] = [...KTHENA_CONDITIONS]
+    .filter((type) => type === 'Available' || present.has(type))
+    .map((type) => ({ type, status: 'False', reason: 'InvalidSpec', message }));
   return {
     fields: {},
     input: {
-      errors: problems.map((message) => ({ class: 'Spec' as const, message })),
-      children: [{ name: SERVING_GROUPS_CHILD, state: 'Failed', reason: 'InvalidSpec', message: 'the spec is invalid; see ConfigValid' }],
+      errors: problems.map((m) => ({ class: 'Spec' as const, message: m })),
+      children: [{ name: SERVING_GROUPS_CHILD, state: 'Failed', reason: 'InvalidSpec', message }],
+      upstreamConditions,
     },
   };
 }

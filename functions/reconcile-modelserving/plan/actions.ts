@@ -35,3 +35,13 @@ export function describeAction(a: Action): string {
       return `${a.kind} ${a.name}`;
   }
 }
+
+/**
+ * Work the spec asks for that cannot be done as written, reported on status while the rest is
+ * reconciled: generated names over Kubernetes' 63 characters, or names held by objects that are not
+ * this ModelServing's.
+ */
+export interface Blocked {
+  reason: 'NameTooLong' | 'NameTaken';
+  message: string;
+}

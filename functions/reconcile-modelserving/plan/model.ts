@@ -48,6 +48,8 @@ export interface RevisionContext {
   equivalent: ReadonlySet<string>;
   known: ReadonlyMap<string, KnownRevision>;
   roleRolling: boolean;
+  /** `status.currentRevision` as read (the update revision when equivalent to it). */
+  statusCurrent?: string | undefined;
 }
 
 /** Ripple's template hash of a pod's role, via its revision's ControllerRevision when there is one. */
@@ -66,7 +68,10 @@ function mostCommon(values: Array<string | undefined>): string | undefined {
  * The effective revision of an observed group. ServingGroupRollingUpdate: the update revision when every
  * live pod carries an equivalent revision label. RoleRollingUpdate: when every live pod's role template
  * matches the spec's role (roles that were never touched keep their old revision label, as in Kthena).
- * Otherwise the most common old revision label.
+ * Otherwise `status.currentRevision` when some old pod still carries it (stacked updates A → B → C leave
+ * pods of A and B side by side; a vote between them would flip currentRevision to B as soon as an
+ * instance of A is lost, and the protected instance would be rebuilt from B), else the most common
+ * old revision label.
  */
 export function effectiveGroupRevision(group: ObservedGroup, ctx: RevisionContext): string {
   const live = group.pods.filter((p) => !p.terminating);
@@ -78,6 +83,7 @@ export function effectiveGroupRevision(group: ObservedGroup, ctx: RevisionContex
       : p.revision !== undefined && ctx.equivalent.has(p.revision);
   const old = pods.filter((p) => !current(p));
   if (old.length === 0) return ctx.updateRevision;
+  if (ctx.statusCurrent !== undefined && old.some((p) => p.revision === ctx.statusCurrent)) return ctx.statusCurrent;
   const label = mostCommon(old.map((p) => p.revision));
   return label === undefined || ctx.equivalent.has(label) ? (mostCommon(pods.map((p) => p.revision)) ?? ctx.updateRevision) : label;
 }

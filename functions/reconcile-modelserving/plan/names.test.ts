@@ -3,6 +3,7 @@ import {
   controllerRevisionName,
   entryPodName,
   headlessServiceName,
+  overlongNameAt,
   parseOrdinal,
   podName,
   roleId,
@@ -37,5 +38,19 @@ describe('names', () => {
       'modelserving.volcano.sh/entry=true,modelserving.volcano.sh/name=vllm,modelserving.volcano.sh/role=prefill,modelserving.volcano.sh/role-id=prefill-0',
     );
     expect(statusLabelSelector('vllm', undefined)).toBe('modelserving.volcano.sh/entry=true,modelserving.volcano.sh/name=vllm');
+  });
+});
+
+describe('generated names Kubernetes limits to 63 characters (issue 13 scenario 3)', () => {
+  const name49 = 'a'.repeat(49);
+  it('checks the highest real ordinal, not the replica count (no off-by-one)', () => {
+    // replicas 10 → ordinals 0..9: `<49>-9-prefill-0-0` is 63 characters, which Kubernetes accepts.
+    expect(overlongNameAt(name49, 9, [{ name: 'prefill', replicas: 1, hasService: true }])).toBeUndefined();
+    expect(overlongNameAt(name49, 10, [{ name: 'prefill', replicas: 1, hasService: true }])).toBe(`${name49}-10-prefill-0-0`);
+  });
+
+  it('only Service names and label values count: a role without a Service has no long name', () => {
+    expect(overlongNameAt(name49, 10, [{ name: 'prefill', replicas: 1, hasService: false }])).toBeUndefined();
+    expect(overlongNameAt('a'.repeat(61), 100, [])).toBe(`${'a'.repeat(61)}-100`);
   });
 });

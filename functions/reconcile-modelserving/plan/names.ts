@@ -87,3 +87,28 @@ export function statusLabelSelector(msName: string, firstRoleName: string | unde
     .map((k) => `${k}=${set[k]}`)
     .join(',');
 }
+
+/** What Kubernetes limits to 63 characters: label values and Service names (DNS-1035 labels). */
+export const KUBE_NAME_LIMIT = 63;
+
+/**
+ * The first generated name at `ordinal` that Kubernetes would refuse for being longer than 63
+ * characters: the group-name label value `<ms>-<ordinal>`, or (for roles with a worker template,
+ * which get a headless Service) the Service name of the role's highest instance,
+ * `<ms>-<ordinal>-<role>-<replicas-1>-0`. Pod names (253) and role-id values (a role name is at most
+ * 12 characters) cannot be the problem. Undefined when every name fits.
+ */
+export function overlongNameAt(
+  msName: string,
+  ordinal: number,
+  roles: ReadonlyArray<{ name: string; replicas: number; hasService: boolean }>,
+): string | undefined {
+  const group = servingGroupName(msName, ordinal);
+  if (group.length > KUBE_NAME_LIMIT) return group;
+  for (const r of roles) {
+    if (!r.hasService || r.replicas <= 0) continue;
+    const svc = headlessServiceName(group, roleId(r.name, r.replicas - 1));
+    if (svc.length > KUBE_NAME_LIMIT) return svc;
+  }
+  return undefined;
+}

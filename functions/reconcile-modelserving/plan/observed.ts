@@ -38,6 +38,10 @@ export interface PodFacts {
   runningAndReady: boolean;
   /** Kthena's error pod: phase Failed, or a restarted (init) container while not running and ready. */
   failed: boolean;
+  /** Phase Failed or Succeeded: the pod exited and will not run again (failed whatever its restarts). */
+  exited: boolean;
+  /** Restarts of all its (init) containers, for the per-pod restart memory (plan/recovery.ts). */
+  restarts: number;
   /** When the pod last stopped being ready (or was created), for `restartGracePeriodSeconds`. */
   unhealthySince: number | undefined;
   deletionCost: number;
@@ -99,7 +103,8 @@ export function podFacts(pod: V1Pod, msName: string): PodFacts | undefined {
   const ready = status.conditions?.find((c) => c.type === 'Ready');
   const runningAndReady = phase === 'Running' && ready?.status === 'True';
   const statuses = [...(status.containerStatuses ?? []), ...(status.initContainerStatuses ?? [])];
-  const restarted = statuses.some((s) => (s.restartCount ?? 0) > 0);
+  const restarts = statuses.reduce((n, s) => n + (s.restartCount ?? 0), 0);
+  const restarted = restarts > 0;
   // Succeeded counts too: a serving pod that exited will never become ready again.
   const failed =
     phase === 'Failed' || phase === 'Succeeded' || (!runningAndReady && restarted && (phase === 'Running' || phase === 'Pending'));
@@ -122,6 +127,8 @@ export function podFacts(pod: V1Pod, msName: string): PodFacts | undefined {
     phase,
     runningAndReady,
     failed,
+    exited: phase === 'Failed' || phase === 'Succeeded',
+    restarts,
     unhealthySince: ready && ready.status !== 'True' ? (toMillis(ready.lastTransitionTime) ?? createdAt) : createdAt,
     deletionCost: Number.isFinite(cost) ? cost : 0,
     seenByScheduler: Boolean(pod.spec?.nodeName) || Boolean(status.conditions?.some((c) => c.type === 'PodScheduled')),

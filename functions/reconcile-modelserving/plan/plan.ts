@@ -9,7 +9,7 @@
  */
 import type { V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
 import { resolveIntOrPercent, type ModelServing, type ModelServingStatus, type Role } from '../../../api/modelserving.js';
-import type { Action } from './actions.js';
+import type { Action, Blocked } from './actions.js';
 import { desiredPodGroup, effectiveSchedulerName, gangEnabled, podGroupSpecDiffers, type ClusterCapabilities, type PodGroupObject } from './gang.js';
 import {
   allInstances,
@@ -24,16 +24,16 @@ import {
   type WorkGroup,
   type WorkInstance,
 } from './model.js';
-import { headlessServiceName, podName, statusLabelSelector } from './names.js';
+import { KUBE_NAME_LIMIT, headlessServiceName, overlongNameAt, podName, roleId as roleIdOf, statusLabelSelector } from './names.js';
 import { indexPods, type PodIndex } from './observed.js';
 import { ownershipOf } from './owner.js';
 import { resolveMaxUnavailable, resolvePartition, revisionForNewGroup, roleTemplateForNewInstance } from './partition.js';
 import { desiredPod } from './pod.js';
-import { groupLostInstance, instanceHealth, recoveryFor } from './recovery.js';
+import { groupLostInstance, instanceHealth, judgeFailed, recoveryFor, restartMemory } from './recovery.js';
 import { controllerRevisionFor, indexRevisions, revisionOf, revisionsEquivalentTo, roleTemplateHash } from './revision.js';
 import { selectForReplacement, selectRoleInstancesForReplacement } from './rolling-update.js';
 import { roleKey, roleStateOf, roleTransitions, type GroupState, type RoleStatusSnapshot, type RoleTransition } from './role-status.js';
-import { ordinalsToCreate, selectForScaleDown } from './scale.js';
+import { scaleDecision, selectForScaleDown } from './scale.js';
 import { desiredHeadlessService, needsHeadlessService } from './service.js';
 import { computeStatus } from './status.js';
 
@@ -80,6 +80,8 @@ export interface Plan {
    * the status engine to turn into Ready=False.
    */
   problems: string[];
+  /** Parts of the spec that cannot be made as written (names over 63 characters, names taken); the rest is reconciled. */
+  blocked: Blocked[];
 }
 
 interface Ctx {
@@ -98,6 +100,8 @@ interface Ctx {
   deletes: Action[];
   creates: Action[];
   warnings: string[];
+  /** Work the spec asks for that cannot be done as written, for status. */
+  blocked: Blocked[];
   requeueAt: number[];
 }
 
@@ -110,12 +114,13 @@ export function planModelServing(input: ObservedState): Plan {
   const equivalent = revisionsEquivalentTo(updateRevision, known);
   const roleRolling = ms.spec.rolloutStrategy?.type === 'RoleRollingUpdate';
   const rawCurrent = ms.status?.currentRevision;
+  const statusCurrent = rawCurrent && equivalent.has(rawCurrent) ? updateRevision : rawCurrent;
   const ctx: Ctx = {
     ms,
     now,
     nowIso: new Date(now).toISOString(),
-    rev: { updateRevision, specRoles, equivalent, known, roleRolling },
-    statusCurrent: rawCurrent && equivalent.has(rawCurrent) ? updateRevision : rawCurrent,
+    rev: { updateRevision, specRoles, equivalent, known, roleRolling, statusCurrent },
+    statusCurrent,
     partition: roleRolling ? 0 : resolvePartition(ms.spec.rolloutStrategy?.rollingUpdateConfiguration?.partition, ms.spec.replicas),
     schedulerName: effectiveSchedulerName(ms, input.cluster),
     gang: gangEnabled(ms, input.cluster),
@@ -125,6 +130,7 @@ export function planModelServing(input: ObservedState): Plan {
     deletes: [],
     creates: [],
     warnings: unreadable.map((n) => `ControllerRevision ${n} does not hold roles and is ignored`),
+    blocked: [],
     requeueAt: [],
   };
 
@@ -149,7 +155,7 @@ export function planModelServing(input: ObservedState): Plan {
   if (!known.has(updateRevision)) {
     head.push({
       kind: 'createControllerRevision',
-      object: controllerRevisionFor(ms, updateRevision, specRoles),
+      object: controllerRevisionFor(ms, updateRevision, specRoles, known.values()),
       reason: 'record the update revision',
     });
   }
@@ -186,8 +192,15 @@ function createPods(ctx: Ctx, group: WorkGroup, inst: WorkInstance, reason: stri
     if (present.has(i)) continue;
     const name = podName(group.name, inst.roleId, i);
     if (ctx.idx.takenNames.has(name)) {
-      // Held by a pod that is going away, or by someone else's pod: try again once it is gone.
-      ctx.requeueAt.push(ctx.now + 1000);
+      if (ctx.idx.ignored.includes(name)) {
+        // Someone else's pod (it carries our labels, not our owner reference): it will not go away by
+        // itself and its events do not come to this ModelServing, so say so and look again slowly.
+        ctx.blocked.push(foreignName('pod', name, group.name));
+        ctx.requeueAt.push(ctx.now + FOREIGN_RECHECK_MS);
+      } else {
+        // Held by a pod that is going away: try again once it is gone.
+        ctx.requeueAt.push(ctx.now + 1000);
+      }
       continue;
     }
     const pod = desiredPod(
@@ -206,6 +219,16 @@ function createPods(ctx: Ctx, group: WorkGroup, inst: WorkInstance, reason: stri
   }
 }
 
+/** How often a name held by someone else's object is looked at again (its events do not come here). */
+export const FOREIGN_RECHECK_MS = 30_000;
+
+export function foreignName(kind: 'pod' | 'Service', name: string, group: string): Blocked {
+  return {
+    reason: 'NameTaken',
+    message: `${kind} ${name} exists and is not owned by this ModelServing, so ServingGroup ${group} cannot be completed; delete or rename that ${kind}`,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Steps.
 
@@ -217,9 +240,11 @@ function recover(ctx: Ctx, previous: RoleStatusSnapshot | undefined): void {
     let recreateGroup: string | undefined;
     for (const inst of allInstances(group)) {
       if (inst.deleting) continue;
-      const prev = previous?.roles[roleKey(group.name, inst.roleId)]?.state;
+      const prevRecord = previous?.roles[roleKey(group.name, inst.roleId)];
+      const prev = prevRecord?.state;
+      const pods = inst.pods.map((p) => judgeFailed(p, prevRecord?.restarts));
       const health = instanceHealth(
-        { roleName: inst.roleName, roleId: inst.roleId, index: inst.index, pods: inst.pods },
+        { roleName: inst.roleName, roleId: inst.roleId, index: inst.index, pods },
         expectedPods(inst),
         grace,
         ctx.now,
@@ -255,14 +280,15 @@ function scaleGroups(ctx: Ctx, maxCreates: number): void {
   const { ms } = ctx;
   const replicas = ms.spec.replicas;
   const groups = [...ctx.groups.values()];
-  if (groups.length > replicas) {
+  const held = groups.map((g) => g.ordinal);
+  const decision = scaleDecision(replicas, held, groups.length, ctx.partition, maxCreates + 1);
+  if (decision.remove > 0) {
     const candidates = groups.map((g) => ({ group: g, ordinal: g.ordinal, ready: groupAvailable(g), deletionCost: deletionCost(g) }));
-    for (const c of selectForScaleDown(candidates, groups.length - replicas, ctx.partition)) {
+    for (const c of selectForScaleDown(candidates, decision.remove, ctx.partition)) {
       deleteGroup(ctx, c.group, 'scale down');
     }
-    return;
   }
-  const toCreate = ordinalsToCreate(replicas, groups.map((g) => g.ordinal), maxCreates + 1);
+  const toCreate = decision.create;
   if (toCreate.length > maxCreates) ctx.requeueAt.push(ctx.now);
   for (const ordinal of toCreate.slice(0, maxCreates)) {
     const choice = revisionForNewGroup(
@@ -273,6 +299,22 @@ function scaleGroups(ctx: Ctx, maxCreates: number): void {
       ctx.rev.known,
     );
     if (choice.fallback) ctx.warnings.push(choice.fallback);
+    const tooLong = overlongNameAt(
+      ms.metadata.name,
+      ordinal,
+      choice.roles.map((r) => ({ name: r.name, replicas: r.replicas, hasService: needsHeadlessService(r) })),
+    );
+    if (tooLong) {
+      // Names grow with the ordinal, so every higher ordinal is refused too. Not a terminal error:
+      // the scale subresource (an HPA) may have set replicas, and it may set them back.
+      ctx.blocked.push({
+        reason: 'NameTooLong',
+        message:
+          `spec.replicas: ServingGroups from ordinal ${ordinal} are not created because "${tooLong}" would be ${tooLong.length} characters, ` +
+          `over the ${KUBE_NAME_LIMIT} Kubernetes allows for Service names and label values; keep spec.replicas at most ${ordinal} or shorten metadata.name`,
+      });
+      break;
+    }
     const group = newGroup(ms.metadata.name, ordinal, choice.revision, choice.roles, maxCreates);
     ctx.groups.set(ordinal, group);
     const why = ordinal < ctx.partition ? `create partition-protected ServingGroup on revision ${choice.revision}` : 'create ServingGroup';
@@ -300,13 +342,27 @@ function syncRoles(ctx: Ctx, maxCreates: number): void {
         if (!inst.deleting) createPods(ctx, group, inst, 'recreate missing pod');
       }
       const partition = rolePartitionOf(ctx, role);
-      // Instances being deleted keep their index until they are gone (Kthena's rule).
-      const missing = ordinalsToCreate(role.replicas, [...byIndex.keys()], maxCreates + 1);
+      // Instances being deleted keep their index until they are gone (Kthena's rule); only live ones
+      // count towards the replicas when deciding what to remove.
+      const liveBefore = [...byIndex.values()].filter((i) => !i.deleting);
+      const decision = scaleDecision(role.replicas, [...byIndex.keys()], liveBefore.length, partition, maxCreates + 1);
+      const missing = decision.create;
       if (missing.length > maxCreates) {
         missing.length = maxCreates;
         ctx.requeueAt.push(ctx.now);
       }
       for (const index of missing) {
+        const svc = headlessServiceName(group.name, roleIdOf(role.name, index));
+        if (needsHeadlessService(role) && svc.length > KUBE_NAME_LIMIT) {
+          const i = ctx.rev.specRoles.findIndex((r) => r.name === role.name);
+          ctx.blocked.push({
+            reason: 'NameTooLong',
+            message:
+              `spec.template.roles[${i}].replicas: instances of role ${role.name} from index ${index} are not created because Service "${svc}" would be ` +
+              `${svc.length} characters, over the ${KUBE_NAME_LIMIT} Kubernetes allows; lower the role's replicas or shorten metadata.name or the role name`,
+          });
+          break;
+        }
         const { revision, role: template, fallback } = ctx.rev.roleRolling
           ? roleTemplateForNewInstance(index, partition, role, ctx.rev.updateRevision, ctx.statusCurrent, ctx.rev.known)
           : { revision: group.revision, role, fallback: undefined };
@@ -317,10 +373,9 @@ function syncRoles(ctx: Ctx, maxCreates: number): void {
         group.scaled = true;
         createPods(ctx, group, inst, 'scale up role');
       }
-      const live = [...byIndex.values()].filter((i) => !i.deleting);
-      if (live.length > role.replicas) {
-        const candidates = live.map((i) => ({ inst: i, ordinal: i.index, ready: instanceRunning(i), deletionCost: deletionCost(i) }));
-        for (const c of selectForScaleDown(candidates, live.length - role.replicas, partition)) {
+      if (decision.remove > 0) {
+        const candidates = liveBefore.map((i) => ({ inst: i, ordinal: i.index, ready: instanceRunning(i), deletionCost: deletionCost(i) }));
+        for (const c of selectForScaleDown(candidates, decision.remove, partition)) {
           deleteInstance(ctx, group, c.inst, 'scale down role');
           group.scaled = true;
         }
@@ -495,7 +550,9 @@ function finish(ctx: Ctx, input: ObservedState, head: Action[], frozenStatus: Mo
       groups: groups.map((g) => ({ ordinal: g.ordinal, revision: g.revision, deleting: g.deleting, available: groupAvailable(g) })),
       updateRevision: ctx.rev.updateRevision,
       partition: ctx.partition,
+      protectedOrdinals: Math.min(ctx.partition, ms.spec.replicas),
       problems,
+      blocked: ctx.blocked.map((b) => b.message),
       generation: ms.metadata.generation,
       previous: previousStatus,
       labelSelector: statusLabelSelector(ms.metadata.name, ctx.rev.specRoles[0]?.name),
@@ -516,6 +573,7 @@ function finish(ctx: Ctx, input: ObservedState, head: Action[], frozenStatus: Mo
     requeueAfterSeconds: next === undefined ? undefined : Math.max(0, Math.ceil((next - ctx.now) / 1000)),
     warnings: [...new Set(ctx.warnings)],
     problems,
+    blocked: [...new Map(ctx.blocked.map((b) => [b.message, b])).values()],
   };
 }
 
@@ -554,6 +612,8 @@ function roleStatusOf(ctx: Ctx, previous: RoleStatusSnapshot | undefined): { sna
         revision: inst.revision,
         templateHash: inst.template ? roleTemplateHash(inst.template) : (inst.pods[0]?.roleTemplateHash ?? ''),
       };
+      const restarts = restartMemory(inst.pods, previous?.roles[key]?.restarts);
+      if (restarts) snapshot.roles[key].restarts = restarts;
     }
   }
   return { snapshot, createdNow };

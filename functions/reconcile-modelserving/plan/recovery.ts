@@ -57,6 +57,29 @@ export function instanceHealth(
   return { broken: reasons.length > 0, failedPods, recheckAt, reasons };
 }
 
+/**
+ * A pod's error judgement with the per-pod restart memory: a pod that is not running and ready counts
+ * as failed because of restarts only when it restarted since it was last seen Running and Ready
+ * (`acknowledged`, by UID). Without it, a pod that restarted once long ago would be an error pod on
+ * every readiness blip for the rest of its life.
+ */
+export function judgeFailed(pod: PodFacts, acknowledged: Readonly<Record<string, number>> | undefined): PodFacts {
+  if (!pod.failed || pod.exited) return pod;
+  const seen = acknowledged?.[pod.uid];
+  return seen !== undefined && pod.restarts <= seen ? { ...pod, failed: false } : pod;
+}
+
+/** The restart memory to keep for an instance's pods (see `judgeFailed`); undefined when empty. */
+export function restartMemory(pods: readonly PodFacts[], previous: Readonly<Record<string, number>> | undefined): Record<string, number> | undefined {
+  const out: Record<string, number> = {};
+  for (const p of pods) {
+    if (p.restarts === 0 || !p.uid) continue;
+    const seen = p.runningAndReady && !p.terminating ? p.restarts : previous?.[p.uid];
+    if (seen !== undefined) out[p.uid] = seen;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
 export type RecoveryAction =
   | { kind: 'none' }
   | { kind: 'deletePods'; pods: PodFacts[] }

@@ -80,7 +80,19 @@ function safeEncode(text: string): string {
 }
 
 /** The ControllerRevision that records `roles` as revision `revision` of a ModelServing. */
-export function controllerRevisionFor(ms: ModelServing, revision: string, roles: readonly Role[]): V1ControllerRevision {
+/**
+ * The ControllerRevision recording `roles` as `revision`. Its `.revision` number orders revisions the
+ * way a StatefulSet's do: one more than the highest of the ones that exist (`existing`), so the newest
+ * template has the highest number (Kthena's always start at 1).
+ */
+export function controllerRevisionFor(
+  ms: ModelServing,
+  revision: string,
+  roles: readonly Role[],
+  existing: Iterable<{ object: V1ControllerRevision }> = [],
+): V1ControllerRevision {
+  let highest = 0;
+  for (const k of existing) highest = Math.max(highest, k.object.revision ?? 0);
   return {
     apiVersion: 'apps/v1',
     kind: 'ControllerRevision',
@@ -90,7 +102,7 @@ export function controllerRevisionFor(ms: ModelServing, revision: string, roles:
       labels: { [LABEL_NAME]: ms.metadata.name, [LABEL_REVISION]: revision },
       ownerReferences: [controllerOwnerReference(ms)],
     },
-    revision: 1,
+    revision: highest + 1,
     // Kthena wraps the roles in an object (`data` must be a JSON object); kept for compatibility.
     data: { data: roles },
   };

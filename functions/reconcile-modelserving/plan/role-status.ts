@@ -16,6 +16,12 @@ export interface RoleRecord {
   state: RoleState;
   revision: string;
   templateHash: string;
+  /**
+   * Pod UID → the restart count it had when last seen Running and Ready: restarts up to that count were
+   * already judged (the pod recovered), so only a newer one makes it an error pod again (Kthena keeps
+   * the same memory per pod UID). Only pods that exist and restarted are kept.
+   */
+  restarts?: Record<string, number>;
 }
 
 export interface GroupRecord {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { missingOrdinals, ordinalsToCreate, selectForScaleDown, type ScaleDownCandidate } from './scale.js';
+import { missingOrdinals, ordinalsToCreate, scaleDecision, selectForScaleDown, type ScaleDownCandidate } from './scale.js';
 
 const ready = (ordinal: number, deletionCost = 0): ScaleDownCandidate => ({ ordinal, ready: true, deletionCost });
 const notReady = (ordinal: number, deletionCost = 0): ScaleDownCandidate => ({ ordinal, ready: false, deletionCost });
@@ -76,5 +76,23 @@ describe('scale down with a partition', () => {
   it('orders as usual when the partition covers every group', () => {
     const all = [ready(0, 3), ready(1, 1), ready(2, 2), ready(3, 4)];
     expect(kept(all, 2, 5)).toEqual([0, 3]);
+  });
+});
+
+describe('scale decision with protected ordinals (issue 13 scenario 2)', () => {
+  it('recreates a missing protected ordinal and removes one unprotected in its place', () => {
+    expect(scaleDecision(4, [0, 1, 3, 4], 4, 3)).toEqual({ remove: 1, create: [2] });
+    expect(scaleDecision(4, [0, 1, 3, 4, 5], 5, 3)).toEqual({ remove: 2, create: [2] });
+  });
+
+  it('is the plain scale up / down without a missing protected ordinal', () => {
+    expect(scaleDecision(4, [0, 1, 2], 3, 3)).toEqual({ remove: 0, create: [3] });
+    expect(scaleDecision(2, [0, 1, 2, 3], 4, 1)).toEqual({ remove: 2, create: [] });
+    expect(scaleDecision(4, [0, 2], 2, 0)).toEqual({ remove: 0, create: [1, 3] });
+  });
+
+  it('protects only ordinals below replicas', () => {
+    expect(scaleDecision(2, [1, 5], 2, 3)).toEqual({ remove: 1, create: [0] });
+    expect(scaleDecision(0, [0], 1, 3)).toEqual({ remove: 1, create: [] });
   });
 });

@@ -26,6 +26,34 @@ export function ordinalsToCreate(expected: number, existing: readonly number[], 
   return missingOrdinals(expected, existing, Math.min(limit, expected - existing.length));
 }
 
+export interface ScaleDecision {
+  /** How many to remove (chosen with `selectForScaleDown`). */
+  remove: number;
+  /** Ordinals to create, ascending. */
+  create: number[];
+}
+
+/**
+ * What brings a set of ordinals to `expected`. `held` are the ordinals taken (objects being deleted
+ * included: they keep their ordinal until they are gone); `counted` is how many of them count
+ * towards `expected`. Ordinals below `partition` (and below `expected`) are protected slots: one
+ * that is missing — lost in the middle of a scale-down, say — is recreated even when enough others
+ * exist, and an unprotected one is removed in its place, so the protected slots are never left
+ * empty while ordinals beyond them stay.
+ */
+export function scaleDecision(
+  expected: number,
+  held: readonly number[],
+  counted: number,
+  partition: number,
+  limit = Number.POSITIVE_INFINITY,
+): ScaleDecision {
+  const protectedMissing = missingOrdinals(Math.min(partition, expected), held);
+  const remove = counted + protectedMissing.length - expected;
+  if (remove > 0) return { remove, create: protectedMissing.slice(0, limit) };
+  return { remove: 0, create: ordinalsToCreate(expected, held, limit) };
+}
+
 export interface ScaleDownCandidate {
   ordinal: number;
   /** Running and ready (a ServingGroup: every role instance Running). */

@@ -30,8 +30,14 @@ describe('status revisions', () => {
     expect([s.currentRevision, s.updateRevision]).toEqual(['v2', 'v2']);
   });
 
-  it('ignores deleting groups', () => {
-    expect(currentRevisionOf([g(0, 'v1', { deleting: true }), g(1, 'v2')], 'v2', 'v1')).toBe('v2');
+  it('keeps a revision that a group being deleted still runs (issue 13: it may come back on it)', () => {
+    expect(currentRevisionOf([g(0, 'v1', { deleting: true }), g(1, 'v2')], 'v2', 'v1')).toBe('v1');
+    expect(currentRevisionOf([g(1, 'v2')], 'v2', 'v1')).toBe('v2');
+  });
+
+  it('keeps the previous revision while a protected ordinal is missing', () => {
+    expect(currentRevisionOf([g(1, 'v2')], 'v2', 'v1', 1)).toBe('v1');
+    expect(currentRevisionOf([g(0, 'v2'), g(1, 'v2')], 'v2', 'v1', 1)).toBe('v2');
   });
 });
 

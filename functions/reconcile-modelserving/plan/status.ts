@@ -22,15 +22,27 @@ export interface StatusGroup {
 }
 
 /**
- * `currentRevision`: kept while some non-deleting group still uses it; the update revision once every
- * group is updated (or there are none); otherwise the most common old revision (ties: lowest name).
+ * `currentRevision`: kept while some group still uses it — groups being deleted included, since a
+ * protected group that is being replaced (recovery, a pod that takes its time to terminate) comes
+ * back on currentRevision, and it must still be current (with its ControllerRevision kept) when it
+ * does — and while a protected ordinal (below `protectedOrdinals`) is missing, for the same reason.
+ * Otherwise the update revision once every group is updated (or there are none), else the most
+ * common old revision (ties: lowest name).
  */
-export function currentRevisionOf(groups: readonly StatusGroup[], updateRevision: string, previous: string | undefined): string {
-  const live = groups.filter((g) => !g.deleting);
+export function currentRevisionOf(
+  groups: readonly StatusGroup[],
+  updateRevision: string,
+  previous: string | undefined,
+  protectedOrdinals = 0,
+): string {
   const counts = new Map<string, number>();
-  for (const g of live) if (g.revision !== updateRevision) counts.set(g.revision, (counts.get(g.revision) ?? 0) + 1);
-  if (counts.size === 0) return updateRevision;
+  for (const g of groups) if (g.revision !== updateRevision) counts.set(g.revision, (counts.get(g.revision) ?? 0) + 1);
   if (previous && counts.has(previous)) return previous;
+  if (previous && previous !== updateRevision && protectedOrdinals > 0) {
+    const held = new Set(groups.map((g) => g.ordinal));
+    for (let o = 0; o < protectedOrdinals; o++) if (!held.has(o)) return previous;
+  }
+  if (counts.size === 0) return updateRevision;
   return [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]?.[0] ?? updateRevision;
 }
 
@@ -40,6 +52,8 @@ export interface ConditionInputs {
   partition: number;
   /** Extra explanation for a progressing ModelServing (e.g. pods no scheduler has picked up). */
   problems: readonly string[];
+  /** Parts of the spec that cannot be made (names too long): the ModelServing is not Available while any. */
+  blocked?: readonly string[];
 }
 
 export type ConditionType = 'Available' | 'Progressing' | 'UpdateInProgress';
@@ -53,11 +67,13 @@ interface Verdict {
 /** Which of the three conditions is True now, and why. */
 export function conditionVerdict(input: ConditionInputs): Verdict {
   const progressing = input.groups.filter((g) => g.deleting || !g.available).map((g) => g.ordinal);
-  if (progressing.length === 0) {
+  const blocked = input.blocked ?? [];
+  if (progressing.length === 0 && blocked.length === 0) {
     return { type: 'Available', reason: 'AllGroupsReady', message: 'All ServingGroups are ready' };
   }
   const list = (xs: number[]) => `[${[...new Set(xs)].sort((a, b) => a - b).join(' ')}]`;
-  const extra = input.problems.length ? `; ${input.problems.join('; ')}` : '';
+  const notes = [...blocked, ...input.problems];
+  const extra = notes.length ? `; ${notes.join('; ')}` : '';
   // An update is in progress while a group outside the partition is still on an old revision.
   const outdated = input.groups.filter((g) => g.ordinal >= input.partition && g.revision !== input.updateRevision);
   if (outdated.length > 0) {
@@ -109,6 +125,8 @@ function falseReason(type: ConditionType, verdict: Verdict): string {
 }
 
 export interface StatusInputs extends ConditionInputs {
+  /** Ordinals below this are partition-protected slots (min(partition, replicas)). */
+  protectedOrdinals?: number;
   generation: number | undefined;
   previous: ModelServingStatus | undefined;
   labelSelector: string;
@@ -118,7 +136,7 @@ export interface StatusInputs extends ConditionInputs {
 export function computeStatus(input: StatusInputs): ModelServingStatus {
   const { groups, updateRevision } = input;
   const live = groups.filter((g) => !g.deleting);
-  const currentRevision = currentRevisionOf(groups, updateRevision, input.previous?.currentRevision);
+  const currentRevision = currentRevisionOf(groups, updateRevision, input.previous?.currentRevision, input.protectedOrdinals ?? 0);
   const status: ModelServingStatus = {
     ...(input.previous ?? {}),
     replicas: groups.length,

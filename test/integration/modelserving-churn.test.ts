@@ -1,0 +1,265 @@
+// Issue 13 on the sandbox: ModelServings on a slow, messy cluster. Pods that take their time to
+// terminate are real here: the test holds a pod with a finalizer of its own (KWOK deletes pods at
+// once otherwise) and releases it when it has seen what it wants. Scenarios: 1 (a partition-protected
+// group rebuilt while its pod terminates), 3 (an HPA scaling through the scale subresource past the
+// generated-name length), 10 (a namespace being deleted under a live ModelServing).
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isStatus, kubeRequest } from '../../kube/raw.js';
+import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
+import type { FunctionDefinition } from '../../runtime/function.js';
+import { definition as emitEventsDefinition } from '../../functions/emit-events/definition.js';
+import { RECONCILE_MODELSERVING, definition as modelServingDefinition } from '../../functions/reconcile-modelserving/definition.js';
+import { startRipple, type RunningRipple } from '../harness/ripple.js';
+import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+import {
+  IMAGE_A,
+  IMAGE_B,
+  condition,
+  createMs,
+  getMs,
+  groupOf,
+  imageOf,
+  isReady,
+  listPods,
+  listServiceNames,
+  modelServingFunctions,
+  msManifest,
+  mustGetMs,
+  patchMs,
+  revisionOf,
+  rolesPatch,
+  waitConverged,
+  type MsRead,
+} from '../fixtures/modelserving-fixtures.js';
+
+const HOLD = 'ripple.dev/test-hold';
+const ordinal = (p: V1Pod) => Number(groupOf(p).split('-').pop());
+const one = (image: string) => [{ name: 'main', replicas: 1, workerReplicas: 0, image }];
+
+async function setFinalizers(sb: TestSandbox, name: string, finalizers: string[] | null): Promise<void> {
+  try {
+    await kubeRequest(sb.kc, objectPath(Resources.pod, sb.namespace, name), {
+      method: 'PATCH',
+      body: { metadata: { finalizers } },
+      contentType: 'application/merge-patch+json',
+    });
+  } catch (err) {
+    if (!(finalizers === null && isStatus(err, 404))) throw err;
+  }
+}
+
+async function controllerRevisionNames(sb: TestSandbox, msName: string): Promise<string[]> {
+  const res = await kubeRequest(sb.kc, collectionPath(Resources.controllerRevision, sb.namespace), {
+    query: { labelSelector: `modelserving.volcano.sh/name=${msName}` },
+  });
+  const items = (res as { items?: Array<{ metadata?: { name?: string } }> }).items ?? [];
+  return items.map((i) => i.metadata?.name ?? '').sort();
+}
+
+describe('ModelServing under churn (issue 13)', () => {
+  let sb: TestSandbox;
+  let ripple: RunningRipple | undefined;
+  const held: string[] = [];
+
+  beforeAll(async () => {
+    sb = await openSandbox('ms-churn');
+    ripple = await startRipple(sb, modelServingFunctions());
+  });
+  afterAll(async () => {
+    for (const name of held) await setFinalizers(sb, name, null);
+    await ripple?.stop();
+    await sb?.cleanup();
+  });
+
+  it('scenario 1: a partition-protected group whose pod terminates slowly keeps currentRevision and comes back on it', async () => {
+    await createMs(sb, msManifest('p1', sb.namespace, { replicas: 2, partition: 1, roles: one(IMAGE_A) }));
+    const a = (await waitConverged(sb, 'p1', { podsPerGroup: 1 })).ms.status?.updateRevision ?? '';
+    await patchMs(sb, 'p1', rolesPatch(one(IMAGE_B)));
+    const updated = await waitConverged(sb, 'p1', {
+      podsPerGroup: 1,
+      extra: (_m, ps) => ps.some((p) => ordinal(p) === 1 && imageOf(p) === IMAGE_B),
+    });
+    const b = updated.ms.status?.updateRevision ?? '';
+    expect(b).not.toBe(a);
+    expect(updated.ms.status).toMatchObject({ currentRevision: a, updateRevision: b });
+    const old = updated.pods.find((p) => ordinal(p) === 0);
+    const oldName = old?.metadata?.name ?? '';
+    expect(revisionOf(old as V1Pod)).toBe(a);
+
+    // Group 0's pod is deleted and takes its time to terminate: the test's finalizer holds it.
+    held.push(oldName);
+    await setFinalizers(sb, oldName, [HOLD]);
+    await sb.core.deleteNamespacedPod({ name: oldName, namespace: sb.namespace });
+    // The reconcile that saw it terminating wrote status: group 0 is no longer available.
+    const during = await waitFor('status to see group 0 terminating', 60_000, async () => {
+      const ms = await getMs(sb, 'p1');
+      return ms?.status?.availableReplicas === 1 && ms.status.observedGeneration === ms.metadata.generation ? ms : false;
+    });
+    expect(during.status).toMatchObject({ currentRevision: a, updateRevision: b });
+    expect(await controllerRevisionNames(sb, 'p1')).toContain(`p1-${a}`);
+    const stillHeld = (await listPods(sb, 'p1')).find((p) => p.metadata?.name === oldName);
+    expect(stillHeld?.metadata?.deletionTimestamp).toBeDefined();
+
+    // Released: group 0 comes back on the old revision and image, and revision A is still recorded.
+    await setFinalizers(sb, oldName, null);
+    const rebuilt = await waitConverged(sb, 'p1', {
+      podsPerGroup: 1,
+      extra: (_m, ps) => ps.some((p) => ordinal(p) === 0 && p.metadata?.uid !== old?.metadata?.uid),
+    });
+    const group0 = rebuilt.pods.find((p) => ordinal(p) === 0) as V1Pod;
+    expect({ revision: revisionOf(group0), image: imageOf(group0) }).toEqual({ revision: a, image: IMAGE_A });
+    expect(rebuilt.ms.status).toMatchObject({ currentRevision: a, updateRevision: b, currentReplicas: 1, updatedReplicas: 1 });
+    expect(await controllerRevisionNames(sb, 'p1')).toEqual([`p1-${a}`, `p1-${b}`].sort());
+  });
+
+  it('scenario 3: an HPA scaling a 49-character ModelServing 9 -> 10 through /scale keeps it valid; past the limit it degrades, not fails', async () => {
+    const name = `hpa-${'a'.repeat(45)}`;
+    expect(name).toHaveLength(49);
+    const container = { name: 'main', image: IMAGE_A, resources: { requests: { cpu: '10m' } } };
+    // A worker template (0 workers) gives each instance its headless Service, whose name is the limit.
+    const role = { name: 'prefill', replicas: 1, workerReplicas: 0, entryTemplate: { spec: { containers: [container] } }, workerTemplate: { spec: { containers: [container] } } };
+    await createMs(sb, {
+      apiVersion: 'workload.serving.volcano.sh/v1alpha1',
+      kind: 'ModelServing',
+      metadata: { name, namespace: sb.namespace },
+      spec: { replicas: 9, template: { roles: [role] } },
+    });
+    await waitConverged(sb, name, { podsPerGroup: 1, timeoutMs: 120_000 });
+
+    const scale = async (replicas: number) => {
+      await kubeRequest(sb.kc, `${objectPath(Resources.modelServing, sb.namespace, name)}/scale`, {
+        method: 'PATCH',
+        body: { spec: { replicas } },
+        contentType: 'application/merge-patch+json',
+      });
+    };
+    // What an HPA does: the scale subresource, no admission webhook, no spec edit by a user.
+    await scale(10);
+    const settled = async (want: (ms: MsRead) => boolean) =>
+      waitFor('the scaled ModelServing to settle', 120_000, async () => {
+        const ms = await getMs(sb, name);
+        if (!ms?.status || ms.status.observedGeneration !== ms.metadata.generation) return false;
+        // An invalid spec is final: stop waiting and let the assertions say so.
+        if (condition(ms, 'ConfigValid')?.status === 'False') return ms;
+        return want(ms) ? ms : false;
+      }, 250);
+    const ten = await settled((ms) => ms.status?.availableReplicas === 10 && condition(ms, 'Ready')?.status === 'True');
+    expect(condition(ten, 'ConfigValid')?.status).not.toBe('False');
+    expect(ten.status).toMatchObject({ phase: 'Ready', replicas: 10, availableReplicas: 10 });
+    expect(await listServiceNames(sb, name)).toContain(`${name}-9-prefill-0-0`);
+
+    // Ordinal 10's Service name would be 64 characters: refused on status, the 10 groups keep serving.
+    await scale(11);
+    const eleven = await settled((ms) => condition(ms, 'ServingGroupsReady')?.reason === 'NameTooLong');
+    expect(condition(eleven, 'ConfigValid')?.status).not.toBe('False');
+    expect(eleven.status?.phase).toBe('Degraded');
+    expect(condition(eleven, 'ServingGroupsReady')?.message).toContain(`"${name}-10-prefill-0-0" would be 64 characters`);
+    const pods = await listPods(sb, name);
+    expect(pods.filter(isReady)).toHaveLength(10);
+    expect(pods.some((p) => ordinal(p) === 10)).toBe(false);
+
+    // Scaled back, it is Ready again: nothing was terminal.
+    await scale(10);
+    const back = await settled((ms) => condition(ms, 'Ready')?.status === 'True');
+    expect(back.status).toMatchObject({ phase: 'Ready', availableReplicas: 10 });
+  });
+});
+
+describe('ModelServing in a namespace being deleted (issue 13 scenario 10)', () => {
+  let sb: TestSandbox;
+  let ripple: RunningRipple | undefined;
+  const policy = `ripple-test-hold-ms-${Date.now().toString(36)}`;
+  const admission = '/apis/admissionregistration.k8s.io/v1';
+  /** Every reconcile of the ModelServing, in order: whether it threw, and why. */
+  const outcomes: Array<{ at: number; error?: string }> = [];
+
+  const observed = (defs: FunctionDefinition[]): FunctionDefinition[] =>
+    defs.map((d) =>
+      d.name !== RECONCILE_MODELSERVING
+        ? d
+        : {
+            ...d,
+            reconcile: async (req, ctx) => {
+              try {
+                const r = await d.reconcile(req, ctx);
+                outcomes.push({ at: Date.now() });
+                return r;
+              } catch (err) {
+                outcomes.push({ at: Date.now(), error: err instanceof Error ? err.message : String(err) });
+                throw err;
+              }
+            },
+          },
+    );
+
+  beforeAll(async () => {
+    sb = await openSandbox('ms-nsdel');
+    // A short resync, so the ModelServing is reconciled often while its namespace goes.
+    const env = { ...process.env, MODELSERVING_RESYNC_MS: '1000' };
+    ripple = await startRipple(sb, observed([modelServingDefinition(env), emitEventsDefinition()]), { env });
+    await ripple.host.scheduleResyncs();
+  });
+  afterAll(async () => {
+    await ripple?.stop();
+    for (const path of [`${admission}/validatingadmissionpolicybindings/${policy}`, `${admission}/validatingadmissionpolicies/${policy}`]) {
+      await kubeRequest(sb.kc, path, { method: 'DELETE' }).catch(() => undefined);
+    }
+    await sb?.cleanup();
+  });
+
+  it('stops creating children once the namespace refuses them, without errors or retries, while the ModelServing lives on', async () => {
+    await createMs(sb, msManifest('ns', sb.namespace, { replicas: 2, roles: one(IMAGE_A) }));
+    await waitConverged(sb, 'ns', { podsPerGroup: 1 });
+
+    // The namespace controller deletes pods and ModelServings in an order of its own; to see the window
+    // where the pods are gone and the ModelServing is not, an admission policy keeps the ModelServing.
+    await kubeRequest(sb.kc, `${admission}/validatingadmissionpolicies`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name: policy },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: {
+            resourceRules: [{ apiGroups: ['workload.serving.volcano.sh'], apiVersions: ['*'], operations: ['DELETE'], resources: ['modelservings'] }],
+          },
+          validations: [{ expression: 'false', message: 'held by the test while its namespace terminates' }],
+        },
+      },
+    });
+    await kubeRequest(sb.kc, `${admission}/validatingadmissionpolicybindings`, {
+      method: 'POST',
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicyBinding',
+        metadata: { name: policy },
+        spec: {
+          policyName: policy,
+          validationActions: ['Deny'],
+          matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': sb.namespace } } },
+        },
+      },
+    });
+    // Policies take effect asynchronously: a dry-run delete says when.
+    await waitFor('the policy to hold the ModelServing', 60_000, async () => {
+      try {
+        await kubeRequest(sb.kc, objectPath(Resources.modelServing, sb.namespace, 'ns'), { method: 'DELETE', query: { dryRun: 'All' } });
+        return false;
+      } catch (err) {
+        return isStatus(err, 403) || isStatus(err, 422) || isStatus(err, 400);
+      }
+    }, 500);
+
+    await sb.core.deleteNamespace({ name: sb.namespace });
+    await waitFor('the namespace controller to remove the pods', 120_000, async () => (await listPods(sb, 'ns')).length === 0, 250);
+    const goneAt = Date.now();
+    // Reconciles go on (the resync every second, and the pod deletions' own events).
+    await waitFor('five reconciles after the pods are gone', 120_000, async () => outcomes.filter((o) => o.at > goneAt).length >= 5, 250);
+    expect((await mustGetMs(sb, 'ns')).metadata.name).toBe('ns');
+    const failed = outcomes.filter((o) => o.error !== undefined).map((o) => o.error);
+    expect(failed).toEqual([]);
+    expect(await listPods(sb, 'ns')).toEqual([]);
+  });
+});
