@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ReconnectBackoff } from './backoff.js';
+import { closedAtOnce, ReconnectBackoff } from './backoff.js';
 
 describe('ReconnectBackoff', () => {
   it('grows from 800 ms to a 30 s cap, with jitter between base and twice base', () => {
@@ -15,5 +15,17 @@ describe('ReconnectBackoff', () => {
     b.next(1);
     expect(b.next(2)).toBe(3200);
     expect(b.next(2 + 121_000)).toBe(800);
+  });
+});
+
+describe('closedAtOnce (clean-close hot loop)', () => {
+  it('a watch that ended under a second with nothing on it is backed off', () => {
+    expect(closedAtOnce(5, 0)).toBe(true);
+    expect(closedAtOnce(999, 0)).toBe(true);
+  });
+  it('a watch that carried a line (an event or a bookmark), or lasted, is resumed at once', () => {
+    expect(closedAtOnce(5, 1)).toBe(false);
+    expect(closedAtOnce(1000, 0)).toBe(false);
+    expect(closedAtOnce(300_000, 0)).toBe(false);
   });
 });

@@ -34,3 +34,16 @@ export class ReconnectBackoff {
     this.failures = 0;
   }
 }
+
+/** A watch shorter than this with nothing on it ended "at once" (client-go's reflector uses 1 s). */
+export const SHORT_WATCH_MS = 1000;
+
+/**
+ * Whether a watch that ended without an error should be followed by a backoff rather than an
+ * immediate new watch: it carried no line at all (not even a bookmark) and lasted under `shortMs`.
+ * A server or proxy that closes every watch at once would otherwise be asked again in a hot loop;
+ * a watch that ended at its timeout, or carried anything, is resumed at once.
+ */
+export function closedAtOnce(lastedMs: number, lines: number, shortMs = SHORT_WATCH_MS): boolean {
+  return lines === 0 && lastedMs < shortMs;
+}

@@ -1,11 +1,15 @@
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../runtime/log.js';
-import { kubeObjectSchema, listSchema, statusSchema, type KubeObject } from '../kube/object.js';
+import { listSchema, type KubeObject } from '../kube/object.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, KubeApiError, kubeRequest } from '../kube/raw.js';
 import { collectionPath, resourceId, type ResourceRef } from '../kube/resources.js';
-import { ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
+import { closedAtOnce, ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
+import type { DeliveryBufferOptions } from './delivery-buffer.js';
+import { DeliveryPump } from './delivery-pump.js';
 import type { WatchEvent } from './events.js';
+import type { WatchMetrics } from './metrics.js';
 import { ObjectStore } from './store.js';
+import { parseWatchLine } from './watch-line.js';
 
 export interface ListWatchOptions {
   kc: KubeConfig;
@@ -18,8 +22,16 @@ export interface ListWatchOptions {
   /** How often an optional resource that is not served is asked for again (default 30 s). */
   absentRecheckMs?: number;
   log: Logger;
-  /** Receives events in order; awaited, so a slow consumer slows the watch instead of losing events. */
+  /**
+   * Receives events, one at a time, in order per object. A failure is retried (nothing is dropped
+   * while the consumer is down); meanwhile the watch goes on and folds what piles up per object
+   * (delivery-buffer.ts). A key whose delivery fails on its own is retried alone and, after
+   * `delivery.maxAttempts`, dead-lettered through `onDeadLetter`.
+   */
   onEvent: (event: WatchEvent) => Promise<void>;
+  onDeadLetter?: (event: WatchEvent, err: unknown, attempts: number) => Promise<void>;
+  delivery?: Partial<DeliveryBufferOptions>;
+  metrics?: WatchMetrics;
   backoff?: ReconnectBackoffOptions;
   /** Server-side watch timeout, seconds; default random in [300, 600) like client-go's reflector. */
   watchTimeoutSeconds?: () => number;
@@ -35,6 +47,12 @@ export interface WatchHealth {
   synced: boolean;
   /** How many full lists were made (1 at start; each 410 adds one). */
   relists: number;
+  /** The resourceVersion a reconnect resumes from (the last event's or bookmark's). */
+  resourceVersion?: string;
+  /** Bookmarks received (optional so sources other than ListWatch need not count them). */
+  bookmarks?: number;
+  /** Events seen and not yet handed on (folded per object). */
+  buffered?: number;
 }
 
 /** The watch stream said the resourceVersion is too old (410 Gone / Expired): relist. */
@@ -54,23 +72,49 @@ export class ListWatch {
   private readonly stopping = new AbortController();
   /** Ends the watch in flight at once, whether or not client-node has handed over its controller yet. */
   private endWatch?: () => void;
-  private wake?: () => void;
+  private readonly wakers = new Set<() => void>();
   private downSince?: number;
   private lastError?: string;
   private synced = false;
   private relists = 0;
+  private bookmarks = 0;
+  private resourceVersion?: string;
   private readonly backoff: ReconnectBackoff;
   private readonly id: string;
+  private readonly pump: DeliveryPump;
   private readonly loop: Promise<void>;
 
   constructor(private readonly opts: ListWatchOptions) {
     this.backoff = new ReconnectBackoff(opts.backoff);
     this.id = resourceId(opts.resource);
+    this.pump = new DeliveryPump({
+      resource: this.id,
+      deliver: opts.onEvent,
+      log: opts.log,
+      backoff: opts.backoff,
+      delivery: opts.delivery,
+      onDeadLetter: opts.onDeadLetter,
+      metrics: opts.metrics,
+      onDown: (why) => this.markDown(why),
+      onUp: () => {
+        if (this.lastError?.startsWith('delivery')) this.markUp();
+      },
+    });
     this.loop = this.run();
   }
 
   health(): WatchHealth {
-    return { resource: this.id, up: this.downSince === undefined, downSince: this.downSince, lastError: this.lastError, synced: this.synced, relists: this.relists };
+    return {
+      resource: this.id,
+      up: this.downSince === undefined,
+      downSince: this.downSince,
+      lastError: this.lastError,
+      synced: this.synced,
+      relists: this.relists,
+      resourceVersion: this.resourceVersion,
+      bookmarks: this.bookmarks,
+      buffered: this.pump.buffered,
+    };
   }
 
   /** Resolves once the first list has been delivered. */
@@ -86,8 +130,9 @@ export class ListWatch {
     this.stopped = true;
     this.stopping.abort();
     this.endWatch?.();
-    this.wake?.();
-    await this.loop;
+    for (const wake of this.wakers) wake();
+    // Together: a first relist may be waiting for the pump to drain.
+    await Promise.all([this.loop, this.pump.stop()]);
   }
 
   private async run(): Promise<void> {
@@ -95,8 +140,18 @@ export class ListWatch {
     while (!this.stopped) {
       try {
         if (rv === undefined) rv = await this.relist();
-        rv = await this.watchFrom(rv);
-        this.markUp();
+        const startedAt = Date.now();
+        const watched = await this.watchFrom(rv);
+        rv = watched.rv;
+        if (this.stopped) break;
+        if (closedAtOnce(Date.now() - startedAt, watched.lines)) {
+          // A server or proxy that ends every watch at once would otherwise be asked again in a hot loop.
+          const delay = this.backoff.next(Date.now());
+          this.opts.log.warn({ resource: this.id, lastedMs: Date.now() - startedAt, retryInMs: Math.round(delay) }, 'watch ended at once with nothing on it; backing off');
+          await this.sleep(delay);
+          continue;
+        }
+        if (!this.lastError?.startsWith('delivery')) this.markUp();
       } catch (err) {
         if (this.stopped) break;
         if (this.opts.optional && rv === undefined && err instanceof KubeApiError && err.code === 404) {
@@ -108,10 +163,13 @@ export class ListWatch {
           continue;
         }
         if (err instanceof ExpiredError || (err instanceof KubeApiError && err.code === 410)) {
-          this.opts.log.info({ resource: this.id }, 'resourceVersion expired; relisting');
+          this.opts.log.info({ resource: this.id, err: String(err) }, 'resourceVersion expired; relisting');
           rv = undefined;
           continue;
         }
+        // Resume from the last event or bookmark this watch got, not from where it started: what it
+        // carried is in the store, and a bookmark's version is the point of having asked for them.
+        if (rv !== undefined && this.resourceVersion !== undefined) rv = this.resourceVersion;
         const delay = this.backoff.next(Date.now());
         this.markDown(err);
         this.opts.log.warn({ resource: this.id, err: String(err), retryInMs: Math.round(delay) }, 'watch failed; reconnecting');
@@ -145,9 +203,14 @@ export class ListWatch {
       item.apiVersion ??= apiVersion;
     }
     this.relists++;
-    for (const event of this.store.replace(items)) await this.deliver(event);
+    this.opts.metrics?.relists.inc({ resource: this.id });
+    for (const event of this.store.replace(items)) this.pump.push(event);
+    this.resourceVersion = rv;
+    // The first list is delivered before the watch counts as synced (waitForSync's promise); later
+    // relists go on to watch while their events drain.
+    if (!this.synced) await this.pump.drained();
     this.synced = true;
-    this.markUp();
+    if (!this.lastError?.startsWith('delivery')) this.markUp();
     return rv;
   }
 
@@ -158,14 +221,16 @@ export class ListWatch {
    */
   private async notServed(): Promise<void> {
     if (!this.synced || this.store.size > 0) this.opts.log.info({ resource: this.id }, 'resource not served (CRD not installed?); checking again later');
-    for (const event of this.store.replace([])) await this.deliver(event);
+    for (const event of this.store.replace([])) this.pump.push(event);
+    if (!this.synced) await this.pump.drained();
     this.synced = true;
     this.markUp();
     await this.sleep(this.opts.absentRecheckMs ?? 30_000);
   }
 
   /**
-   * Watches from `rv` until the stream ends; returns the last resourceVersion seen.
+   * Watches from `rv` until the stream ends; returns the last resourceVersion seen (an event's or a
+   * bookmark's) and how many lines the stream carried.
    *
    * client-node's Watch.watch() hands over its AbortController only once response headers arrived, so
    * a request stuck before them (a blackholed connection, an API server that accepts and never
@@ -173,10 +238,10 @@ export class ListWatch {
    * aborts the controller whenever it turns up, and the request itself carries a header timeout so
    * its socket is released rather than held until the kernel gives up on it.
    */
-  private watchFrom(rv: string): Promise<string> {
-    return new Promise<string>((resolve, reject) => {
+  private watchFrom(rv: string): Promise<{ rv: string; lines: number }> {
+    return new Promise((resolve, reject) => {
       let last = rv;
-      let chain = Promise.resolve();
+      let lines = 0;
       let failure: unknown;
       let ended = false;
       let controller: AbortController | undefined;
@@ -189,10 +254,8 @@ export class ListWatch {
         if (this.endWatch === end) this.endWatch = undefined;
         controller?.abort();
         const cause = failure ?? (err && !(err instanceof Error && err.name === 'AbortError') ? err : undefined);
-        chain.then(
-          () => (cause && !this.stopped ? reject(cause) : resolve(last)),
-          (e: unknown) => reject(e),
-        );
+        if (cause && !this.stopped) reject(cause);
+        else resolve({ rv: last, lines });
       };
       /** Ends the watch from this side (idle, ERROR event, stop), with `why` as its failure if any. */
       const end = (why?: unknown) => {
@@ -212,24 +275,31 @@ export class ListWatch {
         // watch starts from `last`, so delivering them now could reorder events.
         if (ended) return;
         armIdle();
-        if (type === 'ERROR') {
-          const status = statusSchema.safeParse(raw);
-          const code = status.success ? status.data.code : undefined;
-          end(code === 410 ? new ExpiredError('watch: 410 Gone') : new Error(`watch error: ${JSON.stringify(raw)}`));
-          return;
+        lines++;
+        // The type first: a BOOKMARK has no object (no name), only the resourceVersion to resume from,
+        // which keeps a quiet or label-selected watch from resuming at a version long compacted away.
+        const line = parseWatchLine(type, raw);
+        switch (line.kind) {
+          case 'error':
+            end(line.code === 410 ? new ExpiredError(`watch: 410 Gone: ${line.message ?? 'expired'}`) : new Error(`watch error: ${JSON.stringify(line.raw)}`));
+            return;
+          case 'bookmark':
+            last = line.resourceVersion;
+            this.resourceVersion = last;
+            this.bookmarks++;
+            this.opts.metrics?.bookmarks.inc({ resource: this.id });
+            return;
+          case 'invalid':
+            this.opts.log.warn({ resource: this.id, type, reason: line.reason }, 'watch sent a line this client cannot use; ignored');
+            return;
+          case 'object': {
+            if (line.object.metadata.resourceVersion) last = line.object.metadata.resourceVersion;
+            this.resourceVersion = last;
+            const event = this.store.apply(line.type, line.object);
+            // Handed to the pump, never awaited here: client-node's callback must not throw or block.
+            if (event) this.pump.push(event);
+          }
         }
-        const parsed = kubeObjectSchema.safeParse(raw);
-        if (!parsed.success) {
-          this.opts.log.warn({ resource: this.id, type }, 'watch sent an object without metadata; ignored');
-          return;
-        }
-        const obj = parsed.data;
-        if (obj.metadata.resourceVersion) last = obj.metadata.resourceVersion;
-        if (type === 'BOOKMARK') return;
-        if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
-        const event = this.store.apply(type, obj);
-        // Never throw into client-node's callback (it would be swallowed): chain and surface errors here.
-        if (event) chain = chain.then(() => this.deliver(event));
       };
       armIdle();
       if (this.stopped) return end();
@@ -251,25 +321,6 @@ export class ListWatch {
     });
   }
 
-  private async deliver(event: WatchEvent): Promise<void> {
-    // A consumer failure (Redis down while enqueueing) must not drop the event: retry it with backoff,
-    // holding the stream (and reporting the watch down for /readyz) until it goes through.
-    const retry = new ReconnectBackoff(this.opts.backoff);
-    for (;;) {
-      try {
-        await this.opts.onEvent(event);
-        if (this.lastError?.startsWith('delivery')) this.markUp();
-        return;
-      } catch (err) {
-        if (this.stopped) return;
-        const delay = retry.next(Date.now());
-        this.markDown(`delivery: ${String(err)}`);
-        this.opts.log.warn({ resource: this.id, err: String(err), retryInMs: Math.round(delay) }, 'could not hand a watch event on; retrying');
-        await this.sleep(delay);
-      }
-    }
-  }
-
   private markUp(): void {
     if (this.downSince !== undefined) this.opts.log.info({ resource: this.id }, 'watch recovered');
     this.downSince = undefined;
@@ -283,11 +334,13 @@ export class ListWatch {
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.wake = () => {
+      const wake = () => {
         clearTimeout(t);
+        this.wakers.delete(wake);
         resolve();
       };
+      const t = setTimeout(wake, ms);
+      this.wakers.add(wake);
     });
   }
 }

@@ -119,6 +119,34 @@ describe('Watcher dispatch', () => {
     });
     await expect(source('configmaps').add(cm('a'))).rejects.toThrow('redis down');
   });
+
+  it("one function's refused key does not cost the other functions their enqueue of the event; the refusal propagates", async () => {
+    const enqueued: string[] = [];
+    const { source } = harness([fn('refuses', {}), fn('takes', {})], {
+      enqueue: async (f, key) => {
+        if (f === 'refuses') throw new Error('Custom Id cannot contain :');
+        enqueued.push(`${f}:${key}`);
+      },
+    });
+    await expect(source('configmaps').add(cm('a'))).rejects.toThrow('Custom Id cannot contain :');
+    expect(enqueued).toEqual(['takes:ns/a']);
+  });
+
+  it('a dead-lettered event becomes a Warning Event on its object, through the event sink', async () => {
+    const emitted: unknown[] = [];
+    const { source } = harness([fn('f', {})], { events: { emit: async (r) => void emitted.push(r) } });
+    const obj = { ...cm('system:x'), apiVersion: 'v1', kind: 'ConfigMap' };
+    await source('configmaps').opts.onDeadLetter!({ type: 'update', old: obj, object: obj }, new Error('Custom Id cannot contain :'), 5);
+    expect(emitted).toEqual([
+      {
+        involvedObject: { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'ns', name: 'system:x', uid: 'uid-system:x', resourceVersion: '1' },
+        type: 'Warning',
+        reason: 'WatchEventDropped',
+        message: expect.stringContaining('after 5 attempts') as unknown,
+        source: 'ripple-watcher',
+      },
+    ]);
+  });
 });
 
 describe('Watcher.replayAll', () => {

@@ -1,13 +1,17 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject } from '../kube/object.js';
 import { resourceId, type ResourceRef } from '../kube/resources.js';
+import type { EventSink } from '../runtime/events.js';
 import type { FunctionDefinition, MapContext, Trigger } from '../runtime/function.js';
 import type { Logger } from '../runtime/log.js';
 import { DEFAULT_RECONNECT, ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
+import type { DeliveryBufferOptions } from './delivery-buffer.js';
 import type { WatchEvent } from './events.js';
 import { matchesLabels, parseLabelSelector } from './label-selector.js';
 import { ListWatch, type ListWatchOptions, type WatchHealth } from './list-watch.js';
+import type { WatchMetrics } from './metrics.js';
 import { passes } from './predicates.js';
+import { isTransientSinkError } from './sink-errors.js';
 import { storeKey, type ObjectStore } from './store.js';
 
 /** What the watcher needs of one list+watch; ListWatch in production, a plain store in unit tests. */
@@ -32,6 +36,12 @@ export interface WatcherOptions {
   replayBackoff?: ReconnectBackoffOptions;
   /** Makes the list+watch of one group (default: a ListWatch). */
   source?: (opts: ListWatchOptions) => WatchSource;
+  /** Watch metrics (buffered events, dead letters, relists, bookmarks), when the process exposes metrics. */
+  metrics?: WatchMetrics;
+  /** Where a Warning Event about a dead-lettered watch event goes (emit-events' queue sink). */
+  events?: EventSink;
+  /** How a key that fails to enqueue on its own is retried before it is dead-lettered. */
+  delivery?: Partial<DeliveryBufferOptions>;
 }
 
 type GroupTriggers = Array<{ fn: string; trigger: Trigger }>;
@@ -76,6 +86,9 @@ export class Watcher {
             optional: trigger.optional,
             log: this.opts.log,
             onEvent: (event) => this.dispatch(triggers, event),
+            onDeadLetter: (event, err, attempts) => this.reportDeadLetter(trigger.resource, event, err, attempts),
+            delivery: this.opts.delivery,
+            metrics: this.opts.metrics,
           });
           group = { source, resource: trigger.resource, namespace: trigger.namespace, labelSelector: trigger.labelSelector, triggers };
           this.groups.set(id, group);
@@ -145,6 +158,30 @@ export class Watcher {
     }
   }
 
+  /**
+   * A Warning Event on the object whose event was given up, so `kubectl describe` shows it next to
+   * the object. Only the leader dispatches, so only the leader gets here. Best effort: the pump logs
+   * a failure to report and goes on.
+   */
+  private async reportDeadLetter(resource: ResourceRef, event: WatchEvent, err: unknown, attempts: number): Promise<void> {
+    if (!this.opts.events) return;
+    const { metadata } = event.object;
+    await this.opts.events.emit({
+      involvedObject: {
+        apiVersion: event.object.apiVersion ?? (resource.group ? `${resource.group}/${resource.version}` : resource.version),
+        kind: event.object.kind ?? resource.kind,
+        namespace: metadata.namespace,
+        name: metadata.name,
+        uid: metadata.uid,
+        resourceVersion: metadata.resourceVersion,
+      },
+      type: 'Warning',
+      reason: 'WatchEventDropped',
+      message: `Ripple's watcher could not enqueue this object's ${event.type} event after ${attempts} attempts and gave it up: ${String(err).slice(0, 300)}. Its next change or resync tries again.`,
+      source: 'ripple-watcher',
+    });
+  }
+
   private dispatch(triggers: GroupTriggers, event: WatchEvent): Promise<void> {
     if (!this.opts.isLeader()) return Promise.resolve();
     return dispatchEvent(triggers, event, this.mapContext, this.opts.enqueue, this.opts.log);
@@ -166,8 +203,10 @@ export class Watcher {
 /**
  * Runs one event through each trigger. A predicate or mapper that throws is a bug in that trigger:
  * it is logged and that trigger skips the event, because the caller (ListWatch) retries a failed
- * event forever and holds the stream meanwhile, so one bad mapper would stall every function
- * watching the resource. Only an enqueue failure (Redis down), which a retry can fix, propagates.
+ * event and a bad mapper would fail every retry. An enqueue failure propagates, so the event is
+ * retried (or, if its key keeps failing on its own, dead-lettered: delivery-buffer.ts); the other
+ * enqueues of the event are still made first, so one refused key does not cost the other functions
+ * theirs. When several fail, an error that is not a transient one is thrown, as the key's own.
  */
 export async function dispatchEvent(
   triggers: GroupTriggers,
@@ -176,6 +215,7 @@ export async function dispatchEvent(
   enqueue: WatcherOptions['enqueue'],
   log: Logger,
 ): Promise<void> {
+  const failures: unknown[] = [];
   for (const { fn, trigger } of triggers) {
     let keys: string[];
     try {
@@ -188,8 +228,15 @@ export async function dispatchEvent(
       );
       continue;
     }
-    for (const key of keys) await enqueue(fn, key, `${trigger.resource.kind}:${event.type}`);
+    for (const key of keys) {
+      try {
+        await enqueue(fn, key, `${trigger.resource.kind}:${event.type}`);
+      } catch (err) {
+        failures.push(err);
+      }
+    }
   }
+  if (failures.length > 0) throw failures.find((e) => !isTransientSinkError(e)) ?? failures[0];
 }
 
 /**
