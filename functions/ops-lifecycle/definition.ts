@@ -1,23 +1,26 @@
-import { z } from 'zod';
 import { Resources } from '../../kube/resources.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { mapToSelf } from '../../watcher/mappers.js';
+import { opsLifecycleEnvSchema } from './config.js';
 import { reconcile } from './handler.js';
-import { CONTROLLED_PODS_SELECTOR, lifecycleInputsChanged, mapServiceToExpectingPods, serviceExpectationMayBeStale } from './triggers.js';
+import { ENDPOINT_SLICE } from './pod-access/endpoint-slices.js';
+import {
+  CONTROLLED_PODS_SELECTOR,
+  endpointSliceStoppedRouting,
+  lifecycleInputsChanged,
+  mapEndpointSliceToPods,
+  mapServiceToExpectingPods,
+  serviceExpectationMayBeStale,
+} from './triggers.js';
 
 export const OPS_LIFECYCLE = 'ops-lifecycle';
-
-const envSchema = z.object({
-  OPS_LIFECYCLE_RESYNC_MS: z.coerce.number().int().positive().default(60_000),
-  OPS_LIFECYCLE_CONCURRENCY: z.coerce.number().int().positive().default(4),
-});
 
 /**
  * PodOpsLifecycle on Pods labelled kusionstack.io/control=true (seed 001). One reconcile per Pod: the lifecycle
  * state lives in the Pod's own labels, annotations, finalizers and its service-ready condition.
  */
 export function definition(env: Readonly<Record<string, string | undefined>> = process.env): FunctionDefinition {
-  const config = envSchema.parse(env);
+  const config = opsLifecycleEnvSchema.parse(env);
   return {
     name: OPS_LIFECYCLE,
     primary: Resources.pod,
@@ -25,6 +28,8 @@ export function definition(env: Readonly<Record<string, string | undefined>> = p
     triggers: [
       { resource: Resources.pod, labelSelector: CONTROLLED_PODS_SELECTOR, predicate: lifecycleInputsChanged, map: mapToSelf },
       { resource: Resources.service, predicate: serviceExpectationMayBeStale, map: mapServiceToExpectingPods },
+      // A preparing Pod may wait for its endpoints to go (OPS_LIFECYCLE_TRAFFIC_OFF=endpointslices).
+      { resource: ENDPOINT_SLICE, predicate: endpointSliceStoppedRouting, map: mapEndpointSliceToPods },
     ],
     reconcile,
     resyncIntervalMs: config.OPS_LIFECYCLE_RESYNC_MS,

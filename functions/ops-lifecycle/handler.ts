@@ -1,5 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { HandlerContext, ReconcileRequest, ReconcileResult } from '../../runtime/function.js';
+import { trafficOffModeOf } from './config.js';
+import { listPodEndpoints } from './pod-access/endpoint-slices.js';
 import { patchPodMetadata, patchServiceReady, readPod, readServiceSelector } from './pod-access/pod-api.js';
 import { podStateOf, type LifecyclePod } from './pod-access/pod.js';
 import {
@@ -8,8 +10,11 @@ import {
   isServiceExpectationStale,
   liveLifecycles,
   nanosFromDate,
+  needsTrafficCheck,
   parseLifecycleView,
   planReconcile,
+  readyToOperate,
+  trafficOff,
   type PodState,
 } from './protocol/index.js';
 
@@ -34,6 +39,22 @@ async function staleExpectations(kc: KubeConfig, pod: PodState): Promise<string[
 }
 
 /**
+ * May a preparing ID be granted operate as far as traffic goes (protocol/trafficOff)? The EndpointSlices are
+ * listed only when the answer can change the plan. An EndpointSlice that stops routing to the Pod triggers a
+ * reconcile (triggers.ts), so a wait here ends with the EndpointSlice controller's write, not a timer.
+ */
+async function isTrafficOff(ctx: HandlerContext, pod: LifecyclePod, state: PodState): Promise<boolean> {
+  const mode = trafficOffModeOf(ctx.env);
+  if (mode === 'gate') return true;
+  if (!needsTrafficCheck(parseLifecycleView(state.labels), readyToOperate(state))) return false;
+  const namespace = pod.metadata.namespace ?? '';
+  const endpoints = mode === 'endpointslices' ? await listPodEndpoints(ctx.kc, namespace, pod.metadata.name) : [];
+  const verdict = trafficOff({ mode, pod: state, podName: pod.metadata.name, podUid: pod.metadata.uid, endpoints });
+  if (!verdict.off) ctx.log.info({ mode, waitingFor: verdict.waitingFor }, 'operate waits for traffic to be off');
+  return verdict.off;
+}
+
+/**
  * One step of the PodOpsLifecycle for one Pod: read it fresh, plan (protocol/planReconcile), then write the
  * label/annotation changes and the service-ready condition, each preconditioned on the resourceVersion the plan
  * was made from. A 409 propagates: the queue retries with backoff and the retry plans from the newer Pod.
@@ -51,6 +72,7 @@ export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Pro
     pod: state,
     now: nanosFromDate(ctx.now()),
     staleExpectationKeys: state.deleting ? [] : await staleExpectations(ctx.kc, state),
+    trafficOff: await isTrafficOff(ctx, pod, state),
   });
   if (plan.skipped !== undefined || !plan.changed) return;
   // Only when something moves, so a Pod without the gate is not reported on every resync.

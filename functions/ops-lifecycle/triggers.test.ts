@@ -3,7 +3,7 @@ import type { KubeObject } from '../../kube/object.js';
 import { Resources, type ResourceRef } from '../../kube/resources.js';
 import { passes } from '../../watcher/predicates.js';
 import { AVAILABLE_CONDITIONS_ANNOTATION, CONTROL_LABEL, SERVICE_READY_CONDITION } from './protocol/index.js';
-import { lifecycleInputsChanged, mapServiceToExpectingPods, serviceExpectationMayBeStale } from './triggers.js';
+import { endpointSliceStoppedRouting, lifecycleInputsChanged, mapEndpointSliceToPods, mapServiceToExpectingPods, serviceExpectationMayBeStale } from './triggers.js';
 
 function pod(over: { labels?: Record<string, string>; annotations?: Record<string, string>; conditions?: Array<[string, string]>; podIP?: string } = {}): KubeObject {
   return {
@@ -47,5 +47,29 @@ describe('Service trigger', () => {
     const list = (resource: ResourceRef, namespace?: string) =>
       resource.plural === Resources.pod.plural && namespace === 'ns' ? [expecting, other, broken] : [];
     expect(mapServiceToExpectingPods({ type: 'delete', object: svc({}), synthetic: false }, { list })).toEqual(['ns/a']);
+  });
+});
+
+describe('EndpointSlice trigger', () => {
+  const slice = (endpoints: Array<[string, boolean | undefined]>): KubeObject => ({
+    metadata: { name: 'web-abc', namespace: 'ns' },
+    endpoints: endpoints.map(([name, ready]) => ({ targetRef: { kind: 'Pod', name }, conditions: ready === undefined ? {} : { ready } })),
+  });
+  const named = (name: string) => ({ ...pod(), metadata: { ...pod().metadata, name } });
+  const list = (resource: ResourceRef, namespace?: string) => (resource.plural === Resources.pod.plural && namespace === 'ns' ? [named('a'), named('b')] : []);
+
+  it('fires when a slice stops routing to some Pod, or is deleted', () => {
+    const update = (old: KubeObject, object: KubeObject) => passes(endpointSliceStoppedRouting, { type: 'update', old, object });
+    expect(update(slice([['a', true]]), slice([['a', false]]))).toBe(true);
+    expect(update(slice([['a', undefined]]), slice([]))).toBe(true);
+    expect(update(slice([['a', false]]), slice([['a', true]]))).toBe(false);
+    expect(update(slice([['a', true]]), slice([['a', true], ['b', true]]))).toBe(false);
+    expect(passes(endpointSliceStoppedRouting, { type: 'create', object: slice([['a', true]]) })).toBe(false);
+    expect(passes(endpointSliceStoppedRouting, { type: 'delete', object: slice([['a', true]]), synthetic: false })).toBe(true);
+  });
+
+  it('maps to the controlled Pods it stopped routing to', () => {
+    expect(mapEndpointSliceToPods({ type: 'update', old: slice([['a', true], ['b', true], ['x', true]]), object: slice([['a', false], ['b', true]]) }, { list })).toEqual(['ns/a']);
+    expect(mapEndpointSliceToPods({ type: 'delete', object: slice([['b', true], ['x', true]]), synthetic: false }, { list })).toEqual(['ns/b']);
   });
 });

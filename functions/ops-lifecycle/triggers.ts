@@ -5,6 +5,7 @@ import { Resources } from '../../kube/resources.js';
 import type { Mapper } from '../../runtime/function.js';
 import type { Predicate } from '../../watcher/predicates.js';
 import { storeKey } from '../../watcher/store.js';
+import { endpointSliceSchema, podEndpointsOf } from './pod-access/endpoint-slices.js';
 import { lifecyclePodSchema } from './pod-access/pod.js';
 import { CONTROL_LABEL, CONTROL_LABEL_VALUE, expectationKey, parseAvailableConditions } from './protocol/index.js';
 
@@ -72,5 +73,42 @@ export const mapServiceToExpectingPods: Mapper = (e, ctx) => {
       const parsed = parseAvailableConditions(pod.metadata.annotations ?? {});
       return parsed.ok && parsed.value?.expectedFinalizers?.[key] !== undefined;
     })
+    .map((pod) => storeKey(pod));
+};
+
+/** Names of the Pods an EndpointSlice routes to (endpoint ready, or its ready condition absent). */
+function routedPodsOf(obj: KubeObject): Set<string> {
+  const parsed = endpointSliceSchema.safeParse(obj);
+  if (!parsed.success) return new Set();
+  return new Set(podEndpointsOf(parsed.data).filter((e) => e.ready !== false).map((e) => e.podName));
+}
+
+function stoppedRouting(old: KubeObject, object: KubeObject | undefined): string[] {
+  const now = object === undefined ? new Set<string>() : routedPodsOf(object);
+  return [...routedPodsOf(old)].filter((name) => !now.has(name));
+}
+
+/**
+ * EndpointSlice events that can let a preparing Pod go on to operate: a slice stopped routing to some Pod
+ * (its endpoint turned not ready, or went), or the slice was deleted. A slice that starts routing to a Pod
+ * releases nothing.
+ */
+export const endpointSliceStoppedRouting: Predicate = {
+  create: () => false,
+  update: (e) => stoppedRouting(e.old, e.object).length > 0,
+  delete: () => true,
+  generic: () => false,
+};
+
+/** The controlled Pods a slice just stopped routing to: they may be waiting for exactly that to operate. */
+export const mapEndpointSliceToPods: Mapper = (e, ctx) => {
+  const namespace = e.object.metadata.namespace;
+  if (namespace === undefined) return [];
+  const names = e.type === 'update' ? stoppedRouting(e.old, e.object) : e.type === 'delete' ? [...routedPodsOf(e.object)] : [];
+  if (names.length === 0) return [];
+  const wanted = new Set(names);
+  return ctx
+    .list(Resources.pod, namespace, CONTROLLED_PODS_SELECTOR)
+    .filter((pod) => wanted.has(pod.metadata.name))
     .map((pod) => storeKey(pod));
 };

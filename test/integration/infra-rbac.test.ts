@@ -212,6 +212,7 @@ describe('least-privilege RBAC, with real ServiceAccount tokens', () => {
     await allowed(id, 'PATCH', `${pods()}/lifecycle-target`, { metadata: { labels: { 'operating.podopslifecycle.kusionstack.io/x': '1' }, finalizers: ['prot.podopslifecycle.kusionstack.io/x'] } }, 'application/merge-patch+json');
     await allowed(id, 'PATCH', `${pods()}/lifecycle-target/status`, { status: { conditions: [{ type: 'pod.kusionstack.io/service-ready', status: 'False' }] } }, 'application/strategic-merge-patch+json');
     await allowed(id, 'GET', `/api/v1/namespaces/${ns()}/services/absent`);
+    await allowed(id, 'GET', `/apis/discovery.k8s.io/v1/namespaces/${ns()}/endpointslices`);
     await refused(id, 'POST', pods(), pod('by-lifecycle'));
     await refused(id, 'DELETE', `${pods()}/lifecycle-target`);
     await refused(id, 'PATCH', `/api/v1/namespaces/${ns()}/services/absent`, { spec: {} }, 'application/merge-patch+json');

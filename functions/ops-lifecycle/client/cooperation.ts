@@ -15,8 +15,10 @@ export interface SyncCooperationOptions {
   /** Does this cooperator cover the Pod (its Service exists and selects it)? Default true. */
   selected?: boolean;
   /**
-   * Serve the Pod (register it in the load balancer, …). Called before the protection finalizer is added, so a
-   * finalizer on the Pod always means "registered". Must be idempotent: it runs on every sync and on retries.
+   * Serve the Pod (register it in the load balancer, …). Called after the protection finalizer is on the Pod,
+   * so a Pod being served always holds the finalizer: a lifecycle that starts now waits in preparing until this
+   * cooperator stops serving it. Must be idempotent: it runs on every sync and on retries. If it fails, the
+   * finalizer stays; the next sync calls it again (or, once the Pod is not ready, removes the finalizer).
    */
   onLifecycleReady?: (pod: LifecyclePod) => Promise<void>;
   /** Stop serving the Pod. Called before the finalizer is removed: removing it is what lets the operation go on. */
@@ -45,16 +47,22 @@ export async function syncCooperation(
       const pod = await readPod(deps.kc, ref);
       if (pod === undefined) return { gone: true };
       const plan = planCooperation({ pod: podStateOf(pod), cooperator, selected: opts.selected ?? true });
-      if (plan.lifecycleReady) await opts.onLifecycleReady?.(pod);
-      else await opts.onLifecycleNotReady?.(pod);
-      if (!plan.changed) return { gone: false, lifecycleReady: plan.lifecycleReady, updated: false, pod };
-
-      let finalizers: string[] | undefined;
-      const current = pod.metadata.finalizers ?? [];
-      if (plan.addFinalizer !== undefined) finalizers = [...current, plan.addFinalizer];
-      if (plan.removeFinalizer !== undefined) finalizers = current.filter((f) => f !== plan.removeFinalizer);
-      const written = await patchPodMetadata(deps.kc, pod, { annotations: plan.annotations, finalizers });
-      return { gone: false, lifecycleReady: plan.lifecycleReady, updated: true, pod: written };
+      // Not ready: stop serving first; removing the finalizer afterwards is what lets the operation go on.
+      if (!plan.lifecycleReady) await opts.onLifecycleNotReady?.(pod);
+      let written = pod;
+      if (plan.changed) {
+        let finalizers: string[] | undefined;
+        const current = pod.metadata.finalizers ?? [];
+        if (plan.addFinalizer !== undefined) finalizers = [...current, plan.addFinalizer];
+        if (plan.removeFinalizer !== undefined) finalizers = current.filter((f) => f !== plan.removeFinalizer);
+        // Preconditioned on the version planned from: if a lifecycle began in between, this is a 409 and the
+        // retry plans from the newer Pod (no longer lifecycle-ready, so it is not served at all).
+        written = await patchPodMetadata(deps.kc, pod, { annotations: plan.annotations, finalizers });
+      }
+      // Ready: serve only once the finalizer is on the API server. Serving first leaves a window in which a
+      // lifecycle can start and be granted operate (no finalizer holds it) while the load balancer still routes.
+      if (plan.lifecycleReady) await opts.onLifecycleReady?.(written);
+      return { gone: false, lifecycleReady: plan.lifecycleReady, updated: plan.changed, pod: written };
     },
     deps.maxAttempts,
   );

@@ -8,7 +8,8 @@ const gate = (status: ConditionStatus) => [{ type: SERVICE_READY_CONDITION, stat
 
 describe('readyToOperate: kuperator TestReadyToUpgrade', () => {
   it.each([
-    { note: 'no protection finalizer, no service-ready condition', conditions: [{ type: 'pod.kusionstack.io/test', status: 'True' as const }], finalizers: [], want: true },
+    // kuperator says true here (issue 15, scenario 3): an absent condition is not a drained Pod.
+    { note: 'no protection finalizer, no service-ready condition', conditions: [{ type: 'pod.kusionstack.io/test', status: 'True' as const }], finalizers: [], want: false },
     { note: 'no protection finalizer, service-ready True', conditions: gate('True'), finalizers: [], want: false },
     { note: 'no protection finalizer, service-ready False', conditions: gate('False'), finalizers: [], want: true },
     { note: 'protection finalizer, service-ready False', conditions: gate('False'), finalizers: [PROT], want: false },

@@ -34,6 +34,11 @@ export interface ReconcileInput {
   checks?: Partial<TransitionChecks>;
   /** Expected-finalizer keys found stale (see expectationsToVerify / isServiceExpectationStale). */
   staleExpectationKeys?: Iterable<string>;
+  /**
+   * Is the Pod's traffic off (trafficOff: not Ready, out of every EndpointSlice)? operate is granted only when
+   * it is. Defaults to true for callers that judge by the gate alone; the handler always says.
+   */
+  trafficOff?: boolean;
 }
 
 export interface LifecyclePlan {
@@ -96,7 +101,7 @@ export function planReconcile(input: ReconcileInput): LifecyclePlan {
   }
 
   const satisfied = expectedFinalizersSatisfied(pod, stale);
-  const ready = readyToOperate(pod);
+  const ready = readyToOperate(pod) && (input.trafficOff ?? true);
   const podReady = isPodReady(pod);
   const ts = formatTimestamp(now);
 

@@ -159,6 +159,13 @@ spec:
       operator: 'In'
       values:
       - 'stale'
+  # A kubelet reports Ready some time after a gate changes. By default the sandbox's "kubelet" is immediate;
+  # a Pod annotated sandbox.ripple.dev/ready-delay (a Go duration, e.g. "1s") gets a slow one, so a test can
+  # show what happens when the lifecycle does not wait for Ready and the endpoints.
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["sandbox.ripple.dev/ready-delay"]'
   next:
     statusTemplate: |
       {{ $now := Now }}
