@@ -16,6 +16,8 @@ import { parseSaturationConfig } from './config/saturation-config.js';
 import { parseScaleToZeroConfig } from './config/scale-to-zero-config.js';
 import { initialConfig, readStoredConfigText, type StoredConfig } from './config/stored.js';
 import { prometheusSecretsOf, storableControllerConfig, type PrometheusSecrets } from './config/stored-secrets.js';
+import { randomBytes } from 'node:crypto';
+import { runScript } from '../../queue/run-script.js';
 import { FUNCTION_NAME, stateKeys } from './keys.js';
 
 const configMapSchema = z.object({
@@ -53,7 +55,32 @@ export async function readStoredConfig(ctx: Pick<HandlerContext, 'redis' | 'pref
   return readStoredConfigText(await ctx.redis.get(stateKeys(ctx.prefix).config)).config;
 }
 
+const LOCK_TTL_MS = 30_000;
+const LOCK_WAIT_MS = 35_000;
+const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+
+/**
+ * `@config` and `@optimize` are different keys, so they can run at once on two workers; both may
+ * re-parse a ConfigMap that moved. The parse and its store happen under a lock in Redis, so the one
+ * that comes second finds the stored versions current: no lost update, and one Warning per bad
+ * entry, not two (issue 14 scenario 9).
+ */
 export async function refreshConfig(ctx: HandlerContext, names: AutoscalerNames): Promise<ConfigRefresh> {
+  const lockKey = `${stateKeys(ctx.prefix).config}:lock`;
+  const token = randomBytes(8).toString('hex');
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  while ((await ctx.redis.set(lockKey, token, 'PX', LOCK_TTL_MS, 'NX')) !== 'OK') {
+    if (Date.now() > deadline) throw new Error('the autoscaler configuration lock is held for too long; retrying');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  try {
+    return await refreshConfigLocked(ctx, names);
+  } finally {
+    await runScript(ctx.redis, RELEASE_LUA, [lockKey], [token]).catch((err: unknown) => ctx.log.warn({ err: String(err) }, 'could not release the configuration lock (it expires by itself)'));
+  }
+}
+
+async function refreshConfigLocked(ctx: HandlerContext, names: AutoscalerNames): Promise<ConfigRefresh> {
   const { config: stored, heldSecrets } = readStoredConfigText(await ctx.redis.get(stateKeys(ctx.prefix).config));
   const previous = stored ?? initialConfig(ctx.now());
   const [controllerCm, saturationCm, scaleToZeroCm] = await Promise.all([

@@ -5,7 +5,7 @@
  * publishes its gauges. Because the key is on the keyed queue, one cycle runs at a time across all
  * workers.
  */
-import { AppsV1Api, CoreV1Api, type V1Deployment, type V1LabelSelector } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { parseVariantAutoscaling, type VariantAutoscaling } from '../../api/variantautoscaling.js';
 import { listSchema } from '../../kube/object.js';
 import { kubeRequest } from '../../kube/raw.js';
@@ -20,14 +20,15 @@ import type { StoredConfig } from './config/stored.js';
 import { withPrometheusSecrets, type PrometheusSecrets } from './config/stored-secrets.js';
 import { refreshConfig } from './config-store.js';
 import { FUNCTION_NAME } from './keys.js';
+import { mapBounded } from './bounded.js';
 import { prometheusClient, type PrometheusClient } from './prometheus/client.js';
 import { collectGroupInputs } from './prometheus/collect.js';
 import { selectActiveVariants, type VariantCandidate } from './saturation/active-variants.js';
 import { decideCycle, type GroupInputs } from './saturation/engine.js';
 import { gpuCapacityByType } from './saturation/inventory.js';
-import { storeCycleDecisions, storeCycleRecord, type CycleRecord } from './state.js';
+import { readAllDecisions, storeCycleDecisions, storeCycleRecord, type CycleRecord } from './state.js';
 import { deploymentFacts } from './target/deployment-facts.js';
-import { mapPodsToVariants } from './target/selector.js';
+import { labelSelectorQuery, mapPodsToVariants, type PodRef } from './target/selector.js';
 import { ensureTickInterval } from './tick.js';
 
 /** The namespace the host is confined to (ripple's RIPPLE_WATCH_NAMESPACE); undefined: all. */
@@ -67,7 +68,24 @@ function prometheusFor(config: StoredConfig, secrets: PrometheusSecrets, env: Ha
   return prometheusClient({ ...settings, baseUrl }).catch((err: unknown) => ({ unavailable: redactUrl(`Prometheus TLS settings unusable: ${err instanceof Error ? err.message : String(err)}`) }));
 }
 
-export async function runCycle(ctx: HandlerContext): Promise<void> {
+/** Prometheus queries (three per model) in flight at once: a cycle over many models must not flood it. */
+export const PROMETHEUS_CONCURRENCY = 4;
+/** Pod lists (one per Deployment, by its selector) in flight at once. */
+const POD_LIST_CONCURRENCY = 4;
+/** A decision not confirmed by this many cycles is no longer published. */
+export const DECISION_TTL_INTERVALS = 3;
+/**
+ * A Deployment this young whose pods report no metrics yet is looked at again this soon, not at the
+ * next tick: its first decision and Ready come as soon as its pods report (issue 14 scenario 1).
+ */
+export const YOUNG_TARGET_MS = 5 * 60_000;
+export const FIRST_METRICS_RECHECK_MS = 5_000;
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export async function runCycle(ctx: HandlerContext): Promise<{ requeueAfterMs: number } | void> {
   const { names, problems } = autoscalerNames(ctx.env);
   for (const p of problems) ctx.log.warn(p);
   const { config, prometheusSecrets } = await refreshConfig(ctx, names);
@@ -79,36 +97,61 @@ export async function runCycle(ctx: HandlerContext): Promise<void> {
   const apps = ctx.kc.makeApiClient(AppsV1Api);
   const core = ctx.kc.makeApiClient(CoreV1Api);
 
-  // Deployments and pods of the namespaces that have VAs: one list each, not one read per VA.
+  // Deployments of the namespaces that have VAs: one list each, not one read per VA. A namespace that
+  // cannot be listed leaves its VAs out of this cycle (their last decisions stand) instead of
+  // aborting the cycle for every model (issue 14 scenario 9).
   const namespaces = [...new Set(valid.map((v) => v.metadata.namespace ?? ''))].sort();
   const deployments = new Map<string, V1Deployment>();
+  const unreadable = new Map<string, string>();
   for (const ns of namespaces) {
-    for (const d of (await apps.listNamespacedDeployment({ namespace: ns })).items) deployments.set(`${ns}/${d.metadata?.name ?? ''}`, d);
+    try {
+      for (const d of (await apps.listNamespacedDeployment({ namespace: ns })).items) deployments.set(`${ns}/${d.metadata?.name ?? ''}`, d);
+    } catch (err) {
+      unreadable.set(ns, errorText(err));
+    }
   }
-  const candidates: VariantCandidate[] = valid.map((va) => {
-    const d = deployments.get(`${va.metadata.namespace ?? ''}/${va.spec.scaleTargetRef.name}`);
-    return { va, deployment: d ? deploymentFacts(d) : undefined };
-  });
+  const previous = await readAllDecisions(ctx.redis, ctx.prefix);
+  const candidates: VariantCandidate[] = valid
+    .filter((va) => !unreadable.has(va.metadata.namespace ?? ''))
+    .map((va) => {
+      const key = `${va.metadata.namespace ?? ''}/${va.metadata.name ?? ''}`;
+      const d = deployments.get(`${va.metadata.namespace ?? ''}/${va.spec.scaleTargetRef.name}`);
+      const p = previous.get(key);
+      return { va, deployment: d ? deploymentFacts(d) : undefined, ...(p ? { previous: { desiredReplicas: p.desiredReplicas, targetUid: p.targetUid } } : {}) };
+    });
   const { groups, inactive } = selectActiveVariants(candidates, names.controllerInstance !== undefined ? { controllerInstance: names.controllerInstance } : {});
 
+  // Each Deployment's pods by its own selector, not every pod of the namespace.
   const podVariantByNs = new Map<string, Map<string, string>>();
   for (const ns of [...new Set(groups.map((g) => g.namespace))]) {
-    const selectors: Array<{ variantName: string; selector: V1LabelSelector | undefined }> = groups
+    const variants = groups
       .filter((g) => g.namespace === ns)
       .flatMap((g) => g.variants)
       .map((v) => ({ variantName: v.variantName, selector: deployments.get(`${ns}/${v.variantName}`)?.spec?.selector }));
-    const pods = (await core.listNamespacedPod({ namespace: ns })).items.map((p) => ({ name: p.metadata?.name ?? '', labels: p.metadata?.labels ?? {} }));
-    podVariantByNs.set(ns, mapPodsToVariants(pods, selectors));
+    const pods = new Map<string, PodRef>();
+    try {
+      const lists = await mapBounded(variants, POD_LIST_CONCURRENCY, async (v) => {
+        const labelSelector = labelSelectorQuery(v.selector);
+        return labelSelector === undefined ? [] : (await core.listNamespacedPod({ namespace: ns, labelSelector })).items;
+      });
+      for (const p of lists.flat()) {
+        const name = p.metadata?.name ?? '';
+        const rs = p.metadata?.ownerReferences?.find((o) => o.controller === true && o.kind === 'ReplicaSet')?.name;
+        pods.set(name, { name, labels: p.metadata?.labels ?? {}, ...(rs !== undefined ? { replicaSet: rs } : {}) });
+      }
+    } catch (err) {
+      // Without its pods no variant of the namespace can be matched: its models count as having no metrics.
+      unreadable.set(ns, errorText(err));
+    }
+    podVariantByNs.set(ns, mapPodsToVariants([...pods.values()], variants));
   }
 
   const prometheus = await prometheusFor(config, prometheusSecrets, ctx.env);
   const policyFor = (modelID: string, ns: string) => scaleToZeroPolicyFor(config.scaleToZero, modelID, ns, config.controller.scaleToZero);
   const inputs: Record<string, GroupInputs> = {};
-  await Promise.all(
-    groups.map(async (g) => {
-      inputs[g.key] = await collectGroupInputs(prometheus, g, podVariantByNs.get(g.namespace) ?? new Map(), policyFor(g.modelID, g.namespace));
-    }),
-  );
+  await mapBounded(groups, PROMETHEUS_CONCURRENCY, async (g) => {
+    inputs[g.key] = await collectGroupInputs(prometheus, g, podVariantByNs.get(g.namespace) ?? new Map(), policyFor(g.modelID, g.namespace));
+  });
 
   let gpuCapacity: Record<string, number> | undefined;
   if (config.saturation.default.enableLimiter && groups.length > 0) {
@@ -121,11 +164,12 @@ export async function runCycle(ctx: HandlerContext): Promise<void> {
   const now = ctx.now();
   const result = decideCycle(groups, inputs, {
     now,
+    decisionTtlMs: DECISION_TTL_INTERVALS * intervalMs,
     saturation: config.saturation,
     scaleToZero: policyFor,
     ...(gpuCapacity !== undefined ? { gpuCapacityByType: gpuCapacity } : {}),
   });
-  const forgotten = await storeCycleDecisions(ctx.redis, ctx.prefix, result.decisions, new Set(allKeys));
+  const forgotten = await storeCycleDecisions(ctx.redis, ctx.prefix, result.decisions, new Set(allKeys), inactive, now.toISOString());
 
   const record: CycleRecord = {
     at: now.toISOString(),
@@ -146,16 +190,28 @@ export async function runCycle(ctx: HandlerContext): Promise<void> {
     inactive: inactive.map((i) => ({ key: i.key, reason: i.reason, message: i.message })),
     decisions: result.decisions.map((d) => ({ key: d.key, desiredReplicas: d.desiredReplicas, source: d.source, reason: d.reason })),
     limiter: result.limiter,
+    ...(unreadable.size > 0 ? { unreadableNamespaces: Object.fromEntries(unreadable) } : {}),
   };
   await storeCycleRecord(ctx.redis, ctx.prefix, record);
   logCycle(ctx, names, record, forgotten);
 
   // Every VA, valid or not: this is also the function's resync, so a missed event heals within one tick.
   for (const key of allKeys) await ctx.enqueue(FUNCTION_NAME, key);
+
+  // A young Deployment whose pods do not report yet: look again soon rather than at the next tick.
+  const young = groups
+    .flatMap((g) => g.variants)
+    .filter((v) => v.createdAt !== undefined && now.getTime() - Date.parse(v.createdAt) < YOUNG_TARGET_MS)
+    .map((v) => v.key);
+  const waiting = result.decisions.some((d) => young.includes(d.key) && d.source === 'no-metrics');
+  if (waiting && FIRST_METRICS_RECHECK_MS < intervalMs) return { requeueAfterMs: FIRST_METRICS_RECHECK_MS };
 }
 
 function logCycle(ctx: HandlerContext, names: AutoscalerNames, record: CycleRecord, forgotten: string[]): void {
   for (const i of record.inactive) if (i.reason === 'duplicate-target') ctx.log.warn({ va: i.key }, i.message);
+  for (const [namespace, error] of Object.entries(record.unreadableNamespaces ?? {})) {
+    ctx.log.warn({ namespace, error }, 'could not read the namespace: its VAs keep their last decisions this cycle');
+  }
   ctx.log.info(
     {
       models: record.models.map((m) => ({ model: m.key, inTransition: m.inTransition, step: m.step?.kind, to: m.step?.variantName, note: m.note })),

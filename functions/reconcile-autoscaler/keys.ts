@@ -26,6 +26,10 @@ export function stateKeys(prefix: string) {
     config: `${base}:config`,
     /** Hash VA key → the latest cycle's decision (JSON), read by that VA's reconcile on any worker. */
     decisions: `${base}:decisions`,
+    /** Hash VA key → why the latest cycle left the VA out (JSON); such a VA publishes nothing. */
+    inactive: `${base}:inactive`,
+    /** Set for a while once a VA asked for a cycle for a Deployment (by uid), so asking never loops. */
+    cycleRequested: (vaKey: string, targetUid: string) => `${base}:cycle-requested:${vaKey}:${targetUid}`,
     /** Hash VA key → the values behind its exported gauges (JSON), read by /metrics on any process. */
     series: `${base}:series`,
     /** JSON: what the last cycle saw and decided per model, for operators and tests. */

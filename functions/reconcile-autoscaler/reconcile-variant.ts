@@ -11,10 +11,10 @@ import { objectPath, Resources } from '../../kube/resources.js';
 import type { HandlerContext, ReconcileRequest, ReconcileResult } from '../../runtime/function.js';
 import { writeStatus, type StatusOwner } from '../../status/write.js';
 import { autoscalerNames } from './config/names.js';
-import { FUNCTION_NAME } from './keys.js';
-import { belongsToInstance } from './saturation/active-variants.js';
+import { FUNCTION_NAME, OPTIMIZE_KEY, stateKeys } from './keys.js';
+import { belongsToInstance, inactiveStillApplies } from './saturation/active-variants.js';
 import type { VariantDecision } from './saturation/decision.js';
-import { forgetVariant, publishSeries, readDecision } from './state.js';
+import { forgetVariant, publishSeries, readDecision, readInactive, seriesExpired, unpublishSeries, type InactiveRecord } from './state.js';
 import { variantStatusWrite } from './status/va-status.js';
 import { deploymentFacts, type DeploymentFacts } from './target/deployment-facts.js';
 import { resolveTarget, targetSpecProblems } from './target/resolve.js';
@@ -44,7 +44,12 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
   const object = kubeObjectSchema.parse(raw);
   if (object.metadata.deletionTimestamp) return;
   const names = autoscalerNames(ctx.env).names;
-  if (!belongsToInstance(object, names.controllerInstance)) return;
+  if (!belongsToInstance(object, names.controllerInstance)) {
+    // Moved to another controller instance (or never ours): nothing of it may stay exported here,
+    // or an HPA summing over instances would count it twice (issue 14 scenario 4).
+    await forgetVariant(ctx.redis, ctx.prefix, req.key);
+    return;
+  }
 
   const owner: StatusOwner = { metadata: { ...object.metadata, namespace }, status: object['status'] };
   const write = (args: Omit<Parameters<typeof writeStatus>[1], 'resource' | 'object' | 'source'>) =>
@@ -66,13 +71,22 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
 
   let decision: VariantDecision | undefined;
   let actuationApplied: boolean | undefined;
+  let inactive: InactiveRecord | undefined;
   if (!target.found) {
     // Seed 003 example 3: metrics cleared at once, and no stale decision re-applied if the Deployment returns.
     await forgetVariant(ctx.redis, ctx.prefix, req.key);
   } else if (deployment) {
     decision = await readDecision(ctx.redis, ctx.prefix, req.key);
-    // A decision for another target (scaleTargetRef edited since the cycle) does not apply.
-    if (decision && decision.variantName !== ref.name) decision = undefined;
+    // A decision for another target (scaleTargetRef edited, or the Deployment recreated since the
+    // cycle), or one no cycle confirmed for a while, does not apply.
+    const now = ctx.now();
+    if (decision && (decision.variantName !== ref.name || (decision.targetUid !== undefined && decision.targetUid !== deployment.uid) || seriesExpired(decision, now))) {
+      decision = undefined;
+    }
+    if (!decision) {
+      inactive = await readInactive(ctx.redis, ctx.prefix, req.key);
+      if (inactive && !inactiveStillApplies(inactive.reason, deployment)) inactive = undefined;
+    }
     if (decision) {
       await publishSeries(ctx.redis, ctx.prefix, req.key, {
         variantName: ref.name,
@@ -80,10 +94,15 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
         accelerator: decision.accelerator,
         current: deployment.currentReplicas,
         desired: decision.desiredReplicas,
+        ...(decision.validUntil !== undefined ? { validUntil: decision.validUntil } : {}),
       });
       actuationApplied = true;
       // What the Deployment has now, not what it had when the cycle ran.
       decision = { ...decision, currentReplicas: deployment.currentReplicas };
+    } else {
+      // Left out of the last cycle, or not decided yet: nothing is published for HPA/KEDA.
+      await unpublishSeries(ctx.redis, ctx.prefix, req.key);
+      if (inactive === undefined) await requestFirstCycle(ctx, req.key, deployment.uid);
     }
   }
 
@@ -94,6 +113,7 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
       target,
       ...(decision !== undefined ? { decision } : {}),
       ...(actuationApplied !== undefined ? { actuationApplied } : {}),
+      ...(inactive !== undefined && deployment !== undefined ? { inactive: { reason: inactive.reason, message: inactive.message, currentReplicas: deployment.currentReplicas } } : {}),
     }),
   );
   if (result.written) ctx.log.debug({ phase: result.status.phase, target: target.found, desired: decision?.desiredReplicas }, 'status written');
@@ -102,4 +122,17 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
     return;
   }
   if (result.requeueAfterMs !== undefined) return { requeueAfterMs: result.requeueAfterMs };
+}
+
+/**
+ * Seed 003 example 2, "no 60 s wait": a VA whose Deployment appeared (or that was created for one
+ * that exists) asks for a cycle now instead of waiting for the tick. Once per VA and Deployment uid
+ * for a while, so a VA no cycle can decide (its namespace unreadable) never loops.
+ */
+const CYCLE_REQUEST_TTL_SECONDS = 600;
+async function requestFirstCycle(ctx: HandlerContext, vaKey: string, targetUid: string): Promise<void> {
+  const first = await ctx.redis.set(stateKeys(ctx.prefix).cycleRequested(vaKey, targetUid), '1', 'EX', CYCLE_REQUEST_TTL_SECONDS, 'NX');
+  if (first !== 'OK') return;
+  ctx.log.debug({ va: vaKey }, 'no decision yet for this Deployment: asking for a cycle now');
+  await ctx.enqueue(FUNCTION_NAME, OPTIMIZE_KEY);
 }

@@ -24,6 +24,17 @@ export function uidOfServiceMonitorKey(key: string): string | undefined {
   return key.startsWith(`${SERVICE_MONITOR_KEY}/`) ? key.slice(SERVICE_MONITOR_KEY.length + 1) : undefined;
 }
 
+/**
+ * Whether the ServiceMonitor the key names is going away, given the one that exists now (if any).
+ * One already replaced by a new object (another uid, not being deleted) is not: Prometheus scrapes
+ * the replacement, and "Recreate the ServiceMonitor" would be wrong (issue 14 scenario 10).
+ */
+export function serviceMonitorGoing(uid: string, current: { uid?: string | undefined; deletionTimestamp?: string | undefined } | undefined): boolean {
+  if (current === undefined) return true;
+  if (current.deletionTimestamp !== undefined) return uid === 'unknown' || current.uid === uid;
+  return false;
+}
+
 export async function checkServiceMonitor(key: string, ctx: HandlerContext): Promise<void> {
   const uid = uidOfServiceMonitorKey(key) ?? 'unknown';
   const { namespace, serviceMonitor: name } = autoscalerNames(ctx.env).names;
@@ -34,8 +45,7 @@ export async function checkServiceMonitor(key: string, ctx: HandlerContext): Pro
     // 404: deleted, or its CRD is gone with it; either way Prometheus no longer scrapes us.
     if (!isStatus(err, 404)) throw err;
   }
-  const going = current === undefined || current.metadata.uid !== uid || current.metadata.deletionTimestamp !== undefined;
-  if (!going) return;
+  if (!serviceMonitorGoing(uid, current?.metadata)) return;
   // Marked after the Event is queued: a failed emit is retried, and one key runs on one worker at a time.
   const warned = stateKeys(ctx.prefix).serviceMonitorWarned(uid);
   if ((await ctx.redis.exists(warned)) === 1) return;

@@ -16,6 +16,8 @@ export const seriesRecordSchema = z.object({
   accelerator: z.string().min(1),
   current: z.number().int().min(0),
   desired: z.number().int().min(0),
+  /** RFC 3339: not served after this (no cycle confirmed the decision since: a frozen series must not drive an HPA). */
+  validUntil: z.string().optional(),
 });
 export type SeriesRecord = z.infer<typeof seriesRecordSchema>;
 
@@ -26,20 +28,46 @@ export async function readDecision(redis: Redis, prefix: string, vaKey: string):
   return r.ok ? r.value : undefined;
 }
 
+/** Why a cycle left a VA out; the VA's reconcile puts it on its conditions and publishes nothing. */
+export const inactiveRecordSchema = z.object({ reason: z.string().min(1), message: z.string(), at: z.string() });
+export type InactiveRecord = z.infer<typeof inactiveRecordSchema>;
+
+export async function readInactive(redis: Redis, prefix: string, vaKey: string): Promise<InactiveRecord | undefined> {
+  const text = await redis.hget(stateKeys(prefix).inactive, vaKey);
+  if (text === null) return undefined;
+  const r = inactiveRecordSchema.safeParse(parseJson(text));
+  return r.success ? r.data : undefined;
+}
+
 /**
- * Stores a cycle's decisions and forgets the decisions and series of VAs that no longer exist (VA
- * Delete events are blocked by seed 003, so the cycle is where a deleted VA's gauges go away).
+ * Stores a cycle's decisions, and for the VAs it left out their reason instead of a decision: their
+ * old decision and series go at once (a Deployment scaled to 0 by hand must not be scaled back up
+ * by KEDA reading a frozen desired; a duplicate VA's frozen series must not win the scrape). Also
+ * forgets everything of VAs that no longer exist (VA Delete events are blocked by seed 003, so the
+ * cycle is where a deleted VA's gauges go away). VAs in none of the three lists (their namespace
+ * could not be read this cycle) are left as they are.
  */
-export async function storeCycleDecisions(redis: Redis, prefix: string, decisions: readonly VariantDecision[], existingVaKeys: ReadonlySet<string>): Promise<string[]> {
+export async function storeCycleDecisions(
+  redis: Redis,
+  prefix: string,
+  decisions: readonly VariantDecision[],
+  existingVaKeys: ReadonlySet<string>,
+  inactive: ReadonlyArray<{ key: string; reason: string; message: string }> = [],
+  at = new Date().toISOString(),
+): Promise<string[]> {
   const keys = stateKeys(prefix);
-  const [known, published] = await Promise.all([redis.hkeys(keys.decisions), redis.hkeys(keys.series)]);
-  const gone = [...new Set([...known, ...published])].filter((k) => !existingVaKeys.has(k));
+  const [known, published, left] = await Promise.all([redis.hkeys(keys.decisions), redis.hkeys(keys.series), redis.hkeys(keys.inactive)]);
+  const gone = [...new Set([...known, ...published, ...left])].filter((k) => !existingVaKeys.has(k));
   const tx = redis.multi();
   for (const d of decisions) tx.hset(keys.decisions, d.key, JSON.stringify(d));
-  if (gone.length > 0) {
-    tx.hdel(keys.decisions, ...gone);
-    tx.hdel(keys.series, ...gone);
+  if (decisions.length > 0) tx.hdel(keys.inactive, ...decisions.map((d) => d.key));
+  for (const i of inactive) tx.hset(keys.inactive, i.key, JSON.stringify({ reason: i.reason, message: i.message, at }));
+  const silenced = [...gone, ...inactive.map((i) => i.key)];
+  if (silenced.length > 0) {
+    tx.hdel(keys.decisions, ...silenced);
+    tx.hdel(keys.series, ...silenced);
   }
+  if (gone.length > 0) tx.hdel(keys.inactive, ...gone);
   await tx.exec();
   return gone;
 }
@@ -52,17 +80,38 @@ export async function publishSeries(redis: Redis, prefix: string, vaKey: string,
 /** The target is gone (or the VA is): its decision and its series go, so nothing stale is exported or re-applied. */
 export async function forgetVariant(redis: Redis, prefix: string, vaKey: string): Promise<void> {
   const keys = stateKeys(prefix);
-  await redis.multi().hdel(keys.decisions, vaKey).hdel(keys.series, vaKey).exec();
+  await redis.multi().hdel(keys.decisions, vaKey).hdel(keys.series, vaKey).hdel(keys.inactive, vaKey).exec();
 }
 
-export async function readAllSeries(redis: Redis, prefix: string): Promise<Array<{ vaKey: string; record: SeriesRecord }>> {
+/** Only the gauges go (the VA is left out of cycles; its reason stays for its status). */
+export async function unpublishSeries(redis: Redis, prefix: string, vaKey: string): Promise<void> {
+  await redis.hdel(stateKeys(prefix).series, vaKey);
+}
+
+/** All stored decisions, for the cycle's "previous decision" of each VA. */
+export async function readAllDecisions(redis: Redis, prefix: string): Promise<Map<string, VariantDecision>> {
+  const all = await redis.hgetall(stateKeys(prefix).decisions);
+  const out = new Map<string, VariantDecision>();
+  for (const [vaKey, text] of Object.entries(all)) {
+    const r = parseVariantDecision(parseJson(text));
+    if (r.ok) out.set(vaKey, r.value);
+  }
+  return out;
+}
+
+/** The series to serve now: expired ones (see `validUntil`) are left out. */
+export async function readAllSeries(redis: Redis, prefix: string, now = new Date()): Promise<Array<{ vaKey: string; record: SeriesRecord }>> {
   const all = await redis.hgetall(stateKeys(prefix).series);
   const out: Array<{ vaKey: string; record: SeriesRecord }> = [];
   for (const [vaKey, text] of Object.entries(all)) {
     const r = seriesRecordSchema.safeParse(parseJson(text));
-    if (r.success) out.push({ vaKey, record: r.data });
+    if (r.success && !seriesExpired(r.data, now)) out.push({ vaKey, record: r.data });
   }
   return out.sort((a, b) => (a.vaKey < b.vaKey ? -1 : a.vaKey > b.vaKey ? 1 : 0));
+}
+
+export function seriesExpired(record: Pick<SeriesRecord, 'validUntil'>, now: Date): boolean {
+  return record.validUntil !== undefined && Date.parse(record.validUntil) < now.getTime();
 }
 
 /** What the last cycle saw and decided, for operators (`redis-cli get …:last-cycle`) and tests. */
@@ -84,6 +133,8 @@ export const cycleRecordSchema = z.object({
   inactive: z.array(z.object({ key: z.string(), reason: z.string(), message: z.string() })),
   decisions: z.array(z.object({ key: z.string(), desiredReplicas: z.number(), source: z.string(), reason: z.string() })),
   limiter: z.string(),
+  /** Namespaces whose Deployments or pods could not be listed, with the error: their VAs sat this cycle out. */
+  unreadableNamespaces: z.record(z.string(), z.string()).optional(),
 });
 export type CycleRecord = z.infer<typeof cycleRecordSchema>;
 

@@ -22,6 +22,15 @@ export interface PrometheusOptions {
   /** Short, so a value the test sets is in Prometheus within about a second. */
   scrapeIntervalMs?: number;
   binary?: string;
+  /** Rule files to load (alert-rules.test.ts); rules are evaluated every scrape interval. */
+  ruleFiles?: string[];
+  /**
+   * `host:port` of Ripple processes serving `/metrics`, scraped as job `ripple` the way a
+   * ServiceMonitor would: without honor_labels, so the gauges' `namespace` becomes `exported_namespace`.
+   */
+  rippleTargets?: string[];
+  /** Require HTTP basic auth on the API (Prometheus's web config); `bcryptHash` is the password's. */
+  basicAuth?: { user: string; password: string; bcryptHash: string };
 }
 
 /**
@@ -35,10 +44,18 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<RunningP
   const interval = `${Math.max(1, Math.round((opts.scrapeIntervalMs ?? 1000) / 1000))}s`;
   const config = {
     global: { scrape_interval: interval, scrape_timeout: interval, evaluation_interval: interval },
-    scrape_configs: [{ job_name: 'vllm', honor_labels: true, static_configs: [{ targets: opts.targets }] }],
+    ...(opts.ruleFiles?.length ? { rule_files: opts.ruleFiles } : {}),
+    scrape_configs: [
+      { job_name: 'vllm', honor_labels: true, static_configs: [{ targets: opts.targets }] },
+      // The target's own `namespace` (the controller's, as Kubernetes service discovery sets it) makes
+      // Prometheus rename the gauges' `namespace` to `exported_namespace`, as in a cluster.
+      ...(opts.rippleTargets?.length ? [{ job_name: 'ripple', static_configs: [{ targets: opts.rippleTargets, labels: { namespace: 'ripple-system' } }] }] : []),
+    ],
   };
   const configFile = path.join(dir, 'prometheus.yml');
   writeFileSync(configFile, stringify(config));
+  const webConfigFile = path.join(dir, 'web.yml');
+  if (opts.basicAuth) writeFileSync(webConfigFile, stringify({ basic_auth_users: { [opts.basicAuth.user]: opts.basicAuth.bcryptHash } }));
   const url = `http://127.0.0.1:${port}`;
   const stderr: string[] = [];
   const child: ChildProcess = spawn(
@@ -49,6 +66,7 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<RunningP
       `--web.listen-address=127.0.0.1:${port}`,
       '--storage.tsdb.retention.time=1h',
       '--log.level=warn',
+      ...(opts.basicAuth ? [`--web.config.file=${webConfigFile}`] : []),
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -58,7 +76,8 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<RunningP
   });
   const spawnError = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`prometheus could not start (install Debian's prometheus package, or run scripts/ensure-deps.sh): ${err.message}`))));
 
-  const get = async (p: string): Promise<Response> => fetch(`${url}${p}`, { signal: AbortSignal.timeout(5_000) });
+  const auth = opts.basicAuth ? { Authorization: `Basic ${Buffer.from(`${opts.basicAuth.user}:${opts.basicAuth.password}`).toString('base64')}` } : undefined;
+  const get = async (p: string): Promise<Response> => fetch(`${url}${p}`, { signal: AbortSignal.timeout(5_000), ...(auth ? { headers: auth } : {}) });
   const poll = async (what: string, timeoutMs: number, ok: () => Promise<boolean>) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -91,7 +110,7 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<RunningP
     url,
     waitForTargetsUp: (timeoutMs = 30_000) =>
       poll('every scrape target to be up', timeoutMs, async () => {
-        const body = (await (await get(`/api/v1/query?query=${encodeURIComponent('min(up{job="vllm"})')}`)).json()) as {
+        const body = (await (await get(`/api/v1/query?query=${encodeURIComponent('min(up)')}`)).json()) as {
           data?: { result?: Array<{ value?: [number, string] }> };
         };
         return body.data?.result?.[0]?.value?.[1] === '1';

@@ -119,7 +119,11 @@ describe('reconcile-autoscaler: seed 003 examples 1–4', () => {
     await waitForCondition(sb, 'ex2', 'TargetResolved', 'True', 'TargetFound', AT_ONCE_MS);
     expect(Date.now() - created).toBeLessThan(AT_ONCE_MS);
     const ex2 = calls.filter((c) => c.key === `${sb.namespace}/ex2`).map((c) => c.reason);
-    expect(ex2).toEqual(['VariantAutoscaling:create', 'Deployment:create']);
+    // Then the cycle the VA asked for (no tick) visits it again.
+    expect(ex2.slice(0, 2)).toEqual(['VariantAutoscaling:create', 'Deployment:create']);
+    // "Operational immediately (no 60 s wait)": once its pod reports, the VA is Ready without a tick.
+    await loadPods(sb, emitter, 'ex2', 'ex2-model', 1, steady);
+    await waitForCondition(sb, 'ex2', 'Ready', 'True', undefined, 30_000);
   });
 
   it('example 3: Deployment deleted → TargetNotFound, Ready=False and metrics cleared at once; recreated → operational again', async () => {
@@ -166,6 +170,8 @@ describe('reconcile-autoscaler: seed 003 examples 1–4', () => {
   });
 
   it('example 4: saturation ConfigMap updated → configuration refreshed without any VA reconcile; the next cycle uses it', async () => {
+    // Longer than the first-metrics re-check (5 s): whatever earlier examples set going has settled.
+    await waitFor('the queue to go quiet', 60_000, async () => Date.now() - (calls.at(-1)?.at ?? 0) > 6_000, 250);
     const from = calls.length;
     await upsertConfigMap(sb, SAT, { default: 'kvCacheThreshold: 0.70\nqueueLengthThreshold: 5\nkvSpareTrigger: 0.1\nqueueSpareTrigger: 3\n' });
     await waitFor('the configuration refresh', 20_000, async () => (await readStoredConfig({ redis: sb.redis, prefix: sb.prefix }))?.saturation.default.kvCacheThreshold === 0.7);

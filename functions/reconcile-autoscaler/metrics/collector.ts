@@ -8,8 +8,8 @@ import { Gauge, type Registry } from 'prom-client';
 import { readForScrape } from '../../../queue/scrape.js';
 import type { MetricsDeps } from '../../../runtime/function.js';
 import { autoscalerNames } from '../config/names.js';
-import { readAllSeries } from '../state.js';
-import { METRIC, METRIC_HELP, metricLabelNames, replicaSeries, type MetricName } from './series.js';
+import { readAllSeries, readCycleRecord } from '../state.js';
+import { LABEL, LAST_OPTIMIZATION_HELP, LAST_OPTIMIZATION_METRIC, METRIC, METRIC_HELP, metricLabelNames, replicaSeries, type MetricName } from './series.js';
 
 export function registerAutoscalerMetrics(registry: Registry, deps: MetricsDeps): void {
   const instance = autoscalerNames(deps.env).names.controllerInstance;
@@ -32,4 +32,18 @@ export function registerAutoscalerMetrics(registry: Registry, deps: MetricsDeps)
       },
     });
   }
+  new Gauge({
+    name: LAST_OPTIMIZATION_METRIC,
+    help: LAST_OPTIMIZATION_HELP,
+    labelNames: instance !== undefined ? [LABEL.controllerInstance] : [],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const record = await readForScrape(() => readCycleRecord(deps.redis, deps.prefix));
+      const at = record ? Date.parse(record.at) : NaN;
+      if (!Number.isFinite(at)) return;
+      if (instance !== undefined) this.set({ [LABEL.controllerInstance]: instance }, at / 1000);
+      else this.set(at / 1000);
+    },
+  });
 }

@@ -19,6 +19,13 @@ export const METRIC_HELP: Record<MetricName, string> = {
   wva_optimized_replicas: 'Replicas the optimizer chose for the variant (same as wva_desired_replicas)',
 };
 
+/**
+ * When the last optimization cycle ran (Unix seconds): a metric, not a status write per VA per cycle
+ * (issue 14 scenario 8). `time() - wva_last_optimization_timestamp_seconds` alerts on a stalled loop.
+ */
+export const LAST_OPTIMIZATION_METRIC = 'wva_last_optimization_timestamp_seconds';
+export const LAST_OPTIMIZATION_HELP = 'Unix time of the last optimization cycle';
+
 export const LABEL = {
   variantName: 'variant_name',
   namespace: 'namespace',

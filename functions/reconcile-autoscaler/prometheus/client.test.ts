@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { prometheusClient, PrometheusUnreachableError } from './client.js';
+import { PrometheusAuthError, prometheusClient, PrometheusUnreachableError } from './client.js';
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -45,5 +45,20 @@ describe('the Prometheus client never shows the credentials of its URL', () => {
     );
     expect(String(err)).toMatch(/cannot reach Prometheus at http:\/\/\[redacted\]@127\.0\.0\.1/);
     expect(String(err)).not.toContain('hunter2');
+  });
+});
+
+describe('issue 14 scenario 7: refused credentials are an auth error, not unreachability', () => {
+  it.each([401, 403])('%i → PrometheusAuthError naming the status, without the token', async (status) => {
+    const { port } = await answering('Unauthorized\n', status);
+    const client = await prometheusClient({ baseUrl: `http://127.0.0.1:${port}`, tlsInsecureSkipVerify: false, bearerToken: 'secret-tok' });
+    const err = await client.query('up').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(PrometheusAuthError);
+    expect(err).not.toBeInstanceOf(PrometheusUnreachableError);
+    expect(String(err)).toContain(`answered ${status}`);
+    expect(String(err)).not.toContain('secret-tok');
   });
 });

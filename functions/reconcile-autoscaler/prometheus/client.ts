@@ -24,6 +24,11 @@ export class PrometheusUnreachableError extends Error {
   override readonly name = 'PrometheusUnreachableError';
 }
 
+/** Prometheus (or the proxy in front of it) refused the credentials: 401 or 403. Retrying cannot help. */
+export class PrometheusAuthError extends Error {
+  override readonly name = 'PrometheusAuthError';
+}
+
 async function readOptional(path: string | undefined): Promise<Buffer | undefined> {
   return path ? readFile(path) : undefined;
 }
@@ -63,13 +68,17 @@ export async function prometheusClient(settings: PrometheusSettings & { baseUrl:
           signal: abort.signal as RequestInit['signal'],
         });
         const text = await res.text();
+        if (res.status === 401 || res.status === 403) {
+          // The body is the server's words (no secret of ours); the token is never part of the message.
+          throw new PrometheusAuthError(redactUrl(`${shown} answered ${res.status} ${res.statusText || (res.status === 401 ? 'Unauthorized' : 'Forbidden')}: ${text.trim().slice(0, 200)}`));
+        }
         try {
           return JSON.parse(text) as unknown;
         } catch {
           throw new PrometheusUnreachableError(redactUrl(`${shown} answered ${res.status} without JSON: ${text.slice(0, 200)}`));
         }
       } catch (err) {
-        if (err instanceof PrometheusUnreachableError) throw err;
+        if (err instanceof PrometheusUnreachableError || err instanceof PrometheusAuthError) throw err;
         // node-fetch's own message quotes the whole request URL, credentials included.
         const why = abort.signal.aborted ? `no answer within ${timeoutMs} ms` : err instanceof Error ? err.message : String(err);
         throw new PrometheusUnreachableError(redactUrl(`cannot reach Prometheus at ${shown}: ${why}`));

@@ -11,7 +11,7 @@ import { joinReplicaMetrics } from '../queries/replica-metrics.js';
 import type { ModelGroup } from '../saturation/active-variants.js';
 import type { RequestCount } from '../saturation/enforcer.js';
 import type { GroupInputs } from '../saturation/engine.js';
-import type { PrometheusClient } from './client.js';
+import { PrometheusAuthError, type PrometheusClient } from './client.js';
 
 export async function collectGroupInputs(
   prometheus: PrometheusClient | { unavailable: string },
@@ -40,6 +40,6 @@ export async function collectGroupInputs(
     return { metrics: { status: 'ok', replicas }, ...(requestCount !== undefined ? { requestCount } : {}) };
   } catch (err) {
     // The message becomes MetricsAvailable's and a Warning Event's: no URL credentials, whatever threw.
-    return { metrics: { status: 'error', message: redactUrl(err instanceof Error ? err.message : String(err)) } };
+    return { metrics: { status: 'error', message: redactUrl(err instanceof Error ? err.message : String(err)), ...(err instanceof PrometheusAuthError ? { auth: true } : {}) } };
   }
 }

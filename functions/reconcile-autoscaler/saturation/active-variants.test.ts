@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { selectActiveVariants, UNRESOLVED_ACCELERATOR } from './active-variants.js';
+import { inactiveStillApplies, selectActiveVariants, UNRESOLVED_ACCELERATOR } from './active-variants.js';
 import { candidate, deployment, va } from './test-helpers.js';
 
 describe('selectActiveVariants', () => {
@@ -22,6 +22,7 @@ describe('selectActiveVariants', () => {
       namespace: 'llm',
       modelID: 'meta/llama-3.1-8b',
       variantName: 'cheap',
+      targetUid: 'cheap-uid',
       cost: 30,
       accelerator: 'L40S',
       acceleratorSource: 'label',
@@ -93,5 +94,24 @@ describe('selectActiveVariants', () => {
   it('reads the cost from variantCost, 10 by default', () => {
     const { groups } = selectActiveVariants([candidate(va('a', { cost: '42.5' }), deployment('a', 1)), candidate(va('b'), deployment('b', 1))]);
     expect(groups[0]?.variants.map((v) => v.cost)).toEqual([42.5, 10]);
+  });
+
+  it('issue 14 scenario 2: a decision made for a deleted Deployment is no previous decision of the one recreated under its name', () => {
+    const recreated = { ...deployment('rc', 1), uid: 'new-uid' };
+    const v = va('rc', { desired: 5, accelerator: 'A100' });
+    const pick = (previous: { desiredReplicas: number; targetUid?: string }) => selectActiveVariants([candidate(v, recreated, previous)]).groups[0]?.variants[0];
+    // The status still says 5 (it outlives the Deployment); the stored decision was for the old uid.
+    expect(pick({ desiredReplicas: 5, targetUid: 'old-uid' })).not.toHaveProperty('desiredReplicas');
+    expect(pick({ desiredReplicas: 5, targetUid: 'new-uid' })).toMatchObject({ desiredReplicas: 5, targetUid: 'new-uid' });
+    // Without a stored decision, the status's desiredOptimizedAlloc is not read as one.
+    expect(selectActiveVariants([{ va: v, deployment: recreated }]).groups[0]?.variants[0]).not.toHaveProperty('desiredReplicas');
+  });
+
+  it('issue 14 scenario 1: a reason to leave a VA out that no longer holds for the Deployment as read now is dropped', () => {
+    expect(inactiveStillApplies('target-not-found', deployment('a', 1))).toBe(false);
+    expect(inactiveStillApplies('target-scaled-to-zero', deployment('a', 1))).toBe(false);
+    expect(inactiveStillApplies('target-scaled-to-zero', deployment('a', 0, { specReplicas: 0 }))).toBe(true);
+    expect(inactiveStillApplies('target-deleting', deployment('a', 1))).toBe(false);
+    expect(inactiveStillApplies('duplicate-target', deployment('a', 1))).toBe(true);
   });
 });

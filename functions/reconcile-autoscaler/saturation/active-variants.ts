@@ -20,6 +20,12 @@ export interface VariantCandidate {
   va: VariantAutoscaling;
   /** The Deployment named by scaleTargetRef, undefined when it does not exist. */
   deployment: DeploymentFacts | undefined;
+  /**
+   * The last decision stored for this VA, and the uid of the Deployment it was made for. Not the
+   * status's desiredOptimizedAlloc: that outlives the Deployment, and a Deployment recreated under
+   * the same name must not inherit it (issue 14 scenario 2).
+   */
+  previous?: { desiredReplicas: number; targetUid?: string | undefined };
 }
 
 export interface ActiveVariant {
@@ -34,8 +40,12 @@ export interface ActiveVariant {
   currentReplicas: number;
   readyReplicas: number;
   pendingReplicas: number;
-  /** The previous decision; absent when there was none. */
+  /** The previous decision for this very Deployment; absent when there was none. */
   desiredReplicas?: number;
+  /** The Deployment's uid. */
+  targetUid: string;
+  /** When the Deployment was created (RFC 3339), when known. */
+  createdAt?: string;
   gpusPerReplica: number;
 }
 
@@ -103,13 +113,15 @@ export function selectActiveVariants(candidates: readonly VariantCandidate[], op
     const owner = claimed.get(targetKey);
     if (owner !== undefined) { skip('duplicate-target', `Deployment ${ref.name} is already scaled by VariantAutoscaling ${owner}`); continue; }
     claimed.set(targetKey, va.metadata.name ?? '');
-    const desired = va.status?.desiredOptimizedAlloc?.numReplicas;
+    // A decision made for an earlier Deployment of the same name (deleted, recreated) is no previous decision.
+    const desired = c.previous !== undefined && (c.previous.targetUid === undefined || c.previous.targetUid === d.uid) ? c.previous.desiredReplicas : undefined;
     active.push({
       key,
       vaName: va.metadata.name ?? '',
       namespace: va.metadata.namespace ?? '',
       modelID: va.spec.modelID,
       variantName: ref.name,
+      targetUid: d.uid,
       cost: variantCostOf(va),
       ...accelerator(va, d),
       currentReplicas: d.currentReplicas,
@@ -117,6 +129,7 @@ export function selectActiveVariants(candidates: readonly VariantCandidate[], op
       pendingReplicas: d.pendingReplicas,
       ...(desired !== undefined ? { desiredReplicas: desired } : {}),
       gpusPerReplica: d.gpusPerReplica,
+      ...(d.createdAt !== undefined ? { createdAt: d.createdAt } : {}),
     });
   }
   const groups = new Map<string, ModelGroup>();
@@ -129,4 +142,16 @@ export function selectActiveVariants(candidates: readonly VariantCandidate[], op
   const sorted = [...groups.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   for (const g of sorted) g.variants.sort((a, b) => (a.variantName < b.variantName ? -1 : a.variantName > b.variantName ? 1 : 0));
   return { groups: sorted, inactive };
+}
+
+/**
+ * Whether a cycle's reason for leaving a VA out still holds for the Deployment as read now: one that
+ * was missing and exists, or was at 0 and has replicas, is no reason any more, and the VA asks for a
+ * cycle instead of waiting for the tick (issue 14 scenario 1).
+ */
+export function inactiveStillApplies(reason: string, d: Pick<DeploymentFacts, 'deleting' | 'specReplicas'>): boolean {
+  if (reason === 'target-not-found') return false;
+  if (reason === 'target-deleting') return d.deleting;
+  if (reason === 'target-scaled-to-zero') return d.specReplicas <= 0;
+  return true;
 }

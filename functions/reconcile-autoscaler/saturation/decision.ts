@@ -19,17 +19,21 @@ export const variantDecisionSchema = z.object({
   modelID: z.string().min(1),
   /** The Deployment's name. */
   variantName: z.string().min(1),
+  /** The Deployment's uid: a decision is never carried over to a Deployment recreated under the same name. */
+  targetUid: z.string().optional(),
   accelerator: z.string().min(2),
   cost: z.number().min(0),
   currentReplicas: z.number().int().min(0),
   previousDesiredReplicas: z.number().int().min(0).optional(),
   desiredReplicas: z.number().int().min(0),
   action: z.enum(['scale-up', 'scale-down', 'no-change']),
-  source: z.enum(['saturation', 'transition', 'scale-to-zero', 'minimum-replica', 'no-metrics', 'prometheus-error']),
+  source: z.enum(['saturation', 'transition', 'scale-to-zero', 'minimum-replica', 'no-metrics', 'prometheus-error', 'prometheus-auth']),
   reason: z.string(),
   limited: z.boolean(),
   /** RFC 3339, when the cycle ran: becomes `desiredOptimizedAlloc.lastRunTime`. */
   decidedAt: z.iso.datetime({ offset: true }),
+  /** RFC 3339: after this the decision is not published any more (the cycles stopped deciding it). */
+  validUntil: z.iso.datetime({ offset: true }).optional(),
   metricsAvailable: condition,
   optimizationReady: condition,
 });

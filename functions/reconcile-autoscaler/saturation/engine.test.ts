@@ -117,3 +117,45 @@ describe('decideCycle', () => {
     expect(blind.decisions[0]?.desiredReplicas).toBe(3);
   });
 });
+
+describe('issue 14: decisions for the status and the loop', () => {
+  it('scenario 9: with no metrics, scale-to-zero still applies when the model had no requests', () => {
+    const groups = twoVariants(2, 1);
+    const inputs: Record<string, GroupInputs> = { [KEY]: { metrics: { status: 'ok', replicas: [] }, requestCount: { status: 'ok', count: 0 } } };
+    const r = decideCycle(groups, inputs, options({ scaleToZero: () => ({ enabled: true, retentionMs: 600_000 }) }));
+    expect(r.decisions.map((d) => [d.variantName, d.desiredReplicas, d.source])).toEqual([
+      ['cheap', 0, 'scale-to-zero'],
+      ['dear', 0, 'scale-to-zero'],
+    ]);
+    expect(r.decisions[0]?.metricsAvailable.reason).toBe('MetricsMissing');
+    // Requests seen, or the count unknown: hold.
+    const busy = decideCycle(groups, { [KEY]: { metrics: { status: 'ok', replicas: [] }, requestCount: { status: 'ok', count: 3 } } }, options({ scaleToZero: () => ({ enabled: true, retentionMs: 600_000 }) }));
+    expect(busy.decisions.map((d) => [d.desiredReplicas, d.source])).toEqual([
+      [2, 'no-metrics'],
+      [1, 'no-metrics'],
+    ]);
+  });
+
+  it('scenario 7: a refused query is told apart from a failed one', () => {
+    const r = decideCycle(twoVariants(), { [KEY]: { metrics: { status: 'error', message: 'answered 401 Unauthorized', auth: true } } }, options());
+    expect(r.decisions[0]).toMatchObject({ source: 'prometheus-auth', desiredReplicas: 2 });
+    expect(r.decisions[0]?.metricsAvailable).toMatchObject({ status: 'False', reason: 'PrometheusError', message: 'Prometheus refused the credentials: answered 401 Unauthorized' });
+  });
+
+  it('scenario 2: decisions carry the Deployment uid they were made for, and scenario 3: a validity limit', () => {
+    const r = decideCycle(twoVariants(), { [KEY]: { metrics: { status: 'ok', replicas: [...pods('cheap', [0.5, 0], [0.5, 0]), ...pods('dear', [0.5, 0], [0.5, 0])] } } }, options({ decisionTtlMs: 180_000 }));
+    expect(r.decisions[0]).toMatchObject({ targetUid: 'cheap-uid', validUntil: '2026-01-29T12:03:00Z' });
+  });
+
+  it('scenario 8: the status message of a steady decision has no live numbers, so load noise rewrites nothing', () => {
+    const at = (kv: number) =>
+      decideCycle(twoVariants(), { [KEY]: { metrics: { status: 'ok', replicas: [...pods('cheap', [kv, 0], [kv, 0]), ...pods('dear', [kv, 0], [kv, 0])] } } }, options()).decisions[0];
+    // Too loaded for a safe scale-down, not enough for a scale-up: "within bounds", with the spares in the reason.
+    const a = at(0.65);
+    const b = at(0.66);
+    expect(a?.reason).not.toBe(b?.reason); // the record and the logs keep the numbers
+    expect(a?.optimizationReady.message).toBe(b?.optimizationReady.message);
+    expect(a?.optimizationReady.message).not.toMatch(/\d\.\d/);
+  });
+});
+

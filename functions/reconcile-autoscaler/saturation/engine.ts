@@ -21,7 +21,8 @@ import { limitByGpus } from './limiter.js';
 import { calculateSaturationTargets, type TargetStep } from './targets.js';
 import { actionFor, type ModelAnalysis, type ReplicaMetrics } from './types.js';
 
-export type GroupMetrics = { status: 'ok'; replicas: readonly ReplicaMetrics[] } | { status: 'error'; message: string };
+/** `auth`: Prometheus refused the credentials (401/403), an auth problem rather than a connectivity one. */
+export type GroupMetrics = { status: 'ok'; replicas: readonly ReplicaMetrics[] } | { status: 'error'; message: string; auth?: boolean };
 
 export interface GroupInputs {
   metrics: GroupMetrics;
@@ -31,6 +32,8 @@ export interface GroupInputs {
 
 export interface CycleOptions {
   now: Date;
+  /** How long a decision may be published without a newer one (absent: until replaced). */
+  decisionTtlMs?: number;
   saturation: SaturationConfigSet;
   scaleToZero: (modelID: string, namespace: string) => ScaleToZeroPolicy;
   /** GPUs per accelerator type; required for the limiter (`enableLimiter` in the default entry). */
@@ -68,31 +71,53 @@ function optimizationCondition(status: 'True' | 'False', reason: string, message
 /** Hold the last decision (or the current size) when there is nothing to decide on. */
 const heldTarget = (v: ActiveVariant) => (v.desiredReplicas !== undefined && v.desiredReplicas > 0 ? v.desiredReplicas : v.currentReplicas);
 
-function base(v: ActiveVariant, decidedAt: string) {
+function base(v: ActiveVariant, { decidedAt, validUntil }: Stamp) {
   return {
     key: v.key,
     vaName: v.vaName,
     namespace: v.namespace,
     modelID: v.modelID,
     variantName: v.variantName,
+    ...(v.targetUid ? { targetUid: v.targetUid } : {}),
     accelerator: v.accelerator,
     cost: v.cost,
     currentReplicas: v.currentReplicas,
     ...(v.desiredReplicas !== undefined ? { previousDesiredReplicas: v.desiredReplicas } : {}),
     decidedAt,
+    ...(validUntil !== undefined ? { validUntil } : {}),
     limited: false,
   };
 }
 
-function fallbackDecisions(group: ModelGroup, decidedAt: string, metrics: DecisionCondition, source: 'no-metrics' | 'prometheus-error', why: string): VariantDecision[] {
+interface Stamp {
+  decidedAt: string;
+  validUntil: string | undefined;
+}
+
+/**
+ * Without metrics each variant holds its last decision or its current size, and the policy still
+ * applies (issue 14 scenario 9): a model with no requests over the retention period goes to zero
+ * even when its pods report no saturation metrics.
+ */
+function fallbackDecisions(
+  group: ModelGroup,
+  stamp: Stamp,
+  metrics: DecisionCondition,
+  source: 'no-metrics' | 'prometheus-error' | 'prometheus-auth',
+  why: string,
+  policy?: { scaleToZero: ScaleToZeroPolicy; requestCount: RequestCount | undefined },
+): VariantDecision[] {
+  const held = Object.fromEntries(group.variants.map((v) => [v.variantName, heldTarget(v)]));
+  const enforced = policy ? enforcePolicy(held, Object.fromEntries(group.variants.map((v) => [v.variantName, v.cost])), policy.scaleToZero, policy.requestCount) : undefined;
   return group.variants.map((v) => {
-    const desired = heldTarget(v);
-    const reason = `${why}: holding ${desired} replica(s)`;
+    const desired = enforced?.targets[v.variantName] ?? held[v.variantName] ?? v.currentReplicas;
+    const byPolicy = enforced?.applied !== undefined && desired !== held[v.variantName];
+    const reason = byPolicy ? `${why}; ${enforced?.reason ?? enforced?.applied ?? ''}` : `${why}: holding ${desired} replica(s)`;
     return {
-      ...base(v, decidedAt),
+      ...base(v, stamp),
       desiredReplicas: desired,
       action: actionFor(v.currentReplicas, desired),
-      source,
+      source: byPolicy && enforced?.applied !== undefined ? enforced.applied : source,
       reason,
       metricsAvailable: metrics,
       optimizationReady: optimizationCondition('False', OptimizationReadyReason.MetricsUnavailable, reason),
@@ -100,15 +125,17 @@ function fallbackDecisions(group: ModelGroup, decidedAt: string, metrics: Decisi
   });
 }
 
-function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options: CycleOptions, decidedAt: string): { decisions: VariantDecision[]; summary: ModelSummary; spare: Map<string, number> } {
+function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options: CycleOptions, stamp: Stamp): { decisions: VariantDecision[]; summary: ModelSummary; spare: Map<string, number> } {
   const { thresholds, overrideKey } = saturationThresholdsFor(options.saturation, group.modelID, group.namespace);
   const summaryBase = { key: group.key, thresholds, ...(overrideKey !== undefined ? { overrideKey } : {}) };
   const metrics = inputs?.metrics ?? { status: 'error', message: 'metrics were not collected' };
 
   if (metrics.status === 'error') {
-    const cond = metricsCondition('False', MetricsAvailableReason.PrometheusError, `Prometheus query failed: ${metrics.message}`);
+    const cond = metrics.auth
+      ? metricsCondition('False', MetricsAvailableReason.PrometheusError, `Prometheus refused the credentials: ${metrics.message}`)
+      : metricsCondition('False', MetricsAvailableReason.PrometheusError, `Prometheus query failed: ${metrics.message}`);
     return {
-      decisions: fallbackDecisions(group, decidedAt, cond, 'prometheus-error', 'metrics query failed'),
+      decisions: fallbackDecisions(group, stamp, cond, metrics.auth ? 'prometheus-auth' : 'prometheus-error', metrics.auth ? 'Prometheus refused the credentials' : 'metrics query failed'),
       summary: { ...summaryBase, inTransition: false, note: metrics.message },
       spare: new Map(),
     };
@@ -116,7 +143,7 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
   if (metrics.replicas.length === 0) {
     const cond = metricsCondition('False', MetricsAvailableReason.MetricsMissing, 'No saturation metrics for this model yet: pods may not be ready or not scraped');
     return {
-      decisions: fallbackDecisions(group, decidedAt, cond, 'no-metrics', 'no saturation metrics'),
+      decisions: fallbackDecisions(group, stamp, cond, 'no-metrics', 'no saturation metrics', { scaleToZero: options.scaleToZero(group.modelID, group.namespace), requestCount: inputs?.requestCount }),
       summary: { ...summaryBase, inTransition: false, note: 'no metrics' },
       spare: new Map(),
     };
@@ -147,7 +174,7 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
       reason = `no change: ${computed.step.reason}`;
     }
     return {
-      ...base(v, decidedAt),
+      ...base(v, stamp),
       desiredReplicas: desired,
       action: actionFor(v.currentReplicas, desired),
       source,
@@ -156,7 +183,7 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
         reporting > 0
           ? metricsCondition('True', MetricsAvailableReason.MetricsFound, `Saturation metrics from ${reporting} pod(s)`)
           : metricsCondition('False', MetricsAvailableReason.MetricsMissing, `No saturation metrics from the pods of Deployment ${v.variantName} yet: they may not be ready or not scraped`),
-      optimizationReady: optimizationCondition('True', OptimizationReadyReason.OptimizationSucceeded, `${reason} (desired ${desired} replica(s))`),
+      optimizationReady: optimizationCondition('True', OptimizationReadyReason.OptimizationSucceeded, `${steadyText(reason, computed.step.kind === 'none' && !computed.inTransition)} (desired ${desired} replica(s))`),
     };
   });
 
@@ -174,14 +201,36 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
   };
 }
 
+/**
+ * A "no change" reason as status shows it: without the live numbers in parentheses (spare KV cache
+ * 0.312…), which move with every sample and would make every cycle rewrite every VA's status
+ * (issue 14 scenario 8). The cycle record and the logs keep them.
+ */
+export function steadyText(reason: string, noChange: boolean): string {
+  if (!noChange) return reason;
+  // Parenthesised parts, nested ones included, go with the space before them.
+  let out = '';
+  let depth = 0;
+  for (const ch of reason) {
+    if (ch === '(') depth++;
+    else if (ch === ')') depth = Math.max(0, depth - 1);
+    else if (depth === 0) out += ch;
+  }
+  return out.replace(/\s+/g, ' ').replace(/\s([,;:])/g, '$1').trim();
+}
+
 export function decideCycle(groups: readonly ModelGroup[], inputs: Readonly<Record<string, GroupInputs>>, options: CycleOptions): CycleResult {
   const decidedAt = formatConditionTime(options.now);
+  const stamp: Stamp = {
+    decidedAt,
+    validUntil: options.decisionTtlMs !== undefined ? formatConditionTime(new Date(options.now.getTime() + options.decisionTtlMs)) : undefined,
+  };
   const decisions: VariantDecision[] = [];
   const models: ModelSummary[] = [];
   const spareByKey = new Map<string, number>();
   const gpusByKey = new Map<string, number>();
   for (const g of groups) {
-    const r = decideGroup(g, inputs[g.key], options, decidedAt);
+    const r = decideGroup(g, inputs[g.key], options, stamp);
     decisions.push(...r.decisions);
     models.push(r.summary);
     for (const v of g.variants) {

@@ -30,6 +30,7 @@ export function deployment(name: string, replicas: number, o: { namespace?: stri
   const ready = o.ready ?? replicas;
   return {
     name,
+    uid: `${name}-uid`,
     namespace: o.namespace ?? 'llm',
     deleting: o.deleting ?? false,
     specReplicas: o.specReplicas ?? replicas,
@@ -40,6 +41,9 @@ export function deployment(name: string, replicas: number, o: { namespace?: stri
   };
 }
 
-export function candidate(v: VariantAutoscaling, d: DeploymentFacts | undefined): VariantCandidate {
-  return { va: v, deployment: d };
+/** A candidate; `desired` given to `va()` stands for the previous decision, made for this very Deployment. */
+export function candidate(v: VariantAutoscaling, d: DeploymentFacts | undefined, previous?: { desiredReplicas: number; targetUid?: string }): VariantCandidate {
+  const fromVa = v.status?.desiredOptimizedAlloc?.numReplicas;
+  const prev = previous ?? (fromVa !== undefined ? { desiredReplicas: fromVa, ...(d ? { targetUid: d.uid } : {}) } : undefined);
+  return { va: v, deployment: d, ...(prev ? { previous: prev } : {}) };
 }

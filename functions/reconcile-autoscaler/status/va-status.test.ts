@@ -176,4 +176,53 @@ describe('the unified status model (status/ engine) for a VA', () => {
     expect(later.status.phase).toBe('Degraded');
     expect(cond(later.status, 'Ready')).toEqual(['False', 'DependenciesUnreachable']);
   });
+
+  it('issue 14 scenario 7: Prometheus refusing the credentials → AuthValid=False, Ready=False/AuthFailed, Degraded; DependenciesReachable stays True', () => {
+    const ok = run({ specErrors: [], target: resolveTarget(va, deployment('llama-8b', 2)), decision: { ...decision, source: 'saturation' } });
+    const refused = {
+      ...decision,
+      source: 'prometheus-auth' as const,
+      metricsAvailable: { type: 'MetricsAvailable', status: 'False' as const, reason: 'PrometheusError', message: 'Prometheus refused the credentials: answered 401 Unauthorized' },
+    };
+    const r = run({ specErrors: [], target: resolveTarget(va, deployment('llama-8b', 2)), decision: refused }, ok.status, t1);
+    expect(cond(r.status, 'AuthValid')).toEqual(['False', 'AuthFailed']);
+    expect(cond(r.status, 'Ready')).toEqual(['False', 'AuthFailed']);
+    expect(cond(r.status, 'DependenciesReachable')).toEqual(['True', 'Reachable']);
+    expect(r.status.phase).toBe('Degraded');
+  });
+
+  it('issue 14 scenarios 3 and 8: a VA left out of the cycle says why on its conditions', () => {
+    const ok = run({ specErrors: [], target: resolveTarget(va, deployment('llama-8b', 2)), decision: { ...decision, source: 'saturation' } });
+    const zero = run(
+      { specErrors: [], target: resolveTarget(va, deployment('llama-8b', 0)), inactive: { reason: 'target-scaled-to-zero', message: 'Deployment llama-8b has 0 replicas', currentReplicas: 0 } },
+      ok.status,
+      t1,
+    );
+    expect(cond(zero.status, 'OptimizationReady')).toEqual(['False', 'SkippedProcessing']);
+    expect(cond(zero.status, 'MetricsAvailable')).toEqual(['False', 'MetricsMissing']);
+    expect(zero.status.conditions.find((c) => c.type === 'OptimizationReady')?.message).toBe('Deployment llama-8b has 0 replicas: left out of optimization, no desired replicas published');
+    // Idle is not broken: still Ready.
+    expect(zero.status.phase).toBe('Ready');
+    const dup = run(
+      { specErrors: [], target: resolveTarget(va, deployment('llama-8b', 2)), inactive: { reason: 'duplicate-target', message: 'Deployment llama-8b is already scaled by VariantAutoscaling a', currentReplicas: 2 } },
+      ok.status,
+      t1,
+    );
+    expect(cond(dup.status, 'ScalingReady')).toEqual(['False', 'DuplicateTarget']);
+    expect(cond(dup.status, 'Ready')?.[0]).toBe('False');
+  });
+});
+
+describe('issue 14 scenario 8: status only on change', () => {
+  it('an unchanged decision from a later cycle keeps lastRunTime and writes nothing', async () => {
+    const f = new VaFixture();
+    const target = resolveTarget({ spec: { ...spec, variantCost: '10.0' } }, deployment('llama-8b', 3));
+    expect((await f.write({ target, decision, actuationApplied: true }, t0)).written).toBe(true);
+    const later = { ...decision, decidedAt: '2026-01-29T10:05:00Z' };
+    expect((await f.write({ target, decision: later, actuationApplied: true }, t1)).written).toBe(false);
+    expect(valid(f.object.status).desiredOptimizedAlloc?.lastRunTime).toBe('2026-01-29T10:00:00Z');
+    // A new value is a new decision: its time is written with it.
+    await f.write({ target, decision: { ...later, desiredReplicas: 4 }, actuationApplied: true }, t1);
+    expect(valid(f.object.status).desiredOptimizedAlloc).toEqual({ accelerator: 'A100', numReplicas: 4, lastRunTime: '2026-01-29T10:05:00Z' });
+  });
 });

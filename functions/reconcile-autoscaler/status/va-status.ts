@@ -6,7 +6,7 @@
  * - the unified model (status/, seed 002): what the state engine needs to compute phase, Ready,
  *   ConfigValid, DependenciesReachable and the children `ScaleTargetReady` and `ScalingReady`.
  */
-import type { VariantAutoscalingStatus } from '../../../api/variantautoscaling.js';
+import { ConditionType, MetricsAvailableReason, OptimizationReadyReason, type VariantAutoscalingStatus } from '../../../api/variantautoscaling.js';
 import type { ConditionInput } from '../../../status/conditions.js';
 import type { ChildHealth, ClassifiedError, StateEngineInput } from '../../../status/engine.js';
 import type { VariantDecision } from '../saturation/decision.js';
@@ -23,6 +23,15 @@ export interface UpstreamInputs {
   decision?: StatusDecision;
   /** Whether the decision was published as metrics for HPA/KEDA. */
   actuationApplied?: boolean;
+  /** The last cycle left this VA out (its Deployment at 0 replicas, another VA owns it…), and why. */
+  inactive?: InactiveInput;
+}
+
+export interface InactiveInput {
+  /** `InactiveReason` of saturation/active-variants.ts. */
+  reason: string;
+  message: string;
+  currentReplicas: number;
 }
 
 /** WVA's part of the status: the fields to write whole, and its three conditions. */
@@ -41,13 +50,30 @@ export function upstreamStatus(i: UpstreamInputs): UpstreamStatus {
     if (i.previous?.actuation !== undefined) fields.actuation = { applied: false };
   } else if (i.target.found && i.decision) {
     const d = i.decision;
-    // Whole, every time: a merge that dropped numReplicas 0 is WVA bug #731.
-    fields.desiredOptimizedAlloc = { accelerator: d.accelerator, numReplicas: d.desiredReplicas, lastRunTime: d.decidedAt };
+    // Whole, every time: a merge that dropped numReplicas 0 is WVA bug #731. lastRunTime is when the
+    // value was decided: an unchanged decision keeps it, so a steady cycle writes nothing (the time of
+    // the last cycle is the wva_last_optimization_timestamp_seconds metric).
+    const prev = i.previous?.desiredOptimizedAlloc;
+    const unchanged = prev !== undefined && prev.numReplicas === d.desiredReplicas && prev.accelerator === d.accelerator && prev.lastRunTime !== undefined;
+    fields.desiredOptimizedAlloc = { accelerator: d.accelerator, numReplicas: d.desiredReplicas, lastRunTime: unchanged ? prev.lastRunTime : d.decidedAt };
     fields.currentAllocation = { numReplicas: d.currentReplicas, accelerator: d.accelerator };
     fields.actuation = { applied: i.actuationApplied ?? i.previous?.actuation?.applied ?? false };
     conditions.push(d.metricsAvailable, d.optimizationReady);
+  } else if (i.target.found && i.inactive) {
+    // Issue 14 scenario 3: say why instead of the last decision's "MetricsFound, from 3 pods".
+    const why = inactiveText(i.inactive);
+    conditions.push(
+      { type: ConditionType.MetricsAvailable, status: 'False', reason: MetricsAvailableReason.MetricsMissing, message: `No metrics collected: ${why}` },
+      { type: ConditionType.OptimizationReady, status: 'False', reason: OptimizationReadyReason.SkippedProcessing, message: why },
+    );
+    fields.currentAllocation = { numReplicas: i.inactive.currentReplicas, ...(i.previous?.currentAllocation?.accelerator !== undefined ? { accelerator: i.previous.currentAllocation.accelerator } : {}) };
+    if (i.previous?.actuation !== undefined) fields.actuation = { applied: false };
   }
   return { fields, conditions };
+}
+
+function inactiveText(i: InactiveInput): string {
+  return `${i.message}: left out of optimization, no desired replicas published`;
 }
 
 /** The Deployment named by scaleTargetRef: `ScaleTargetReady`. */
@@ -60,6 +86,7 @@ export interface UnifiedInputs {
   specErrors: readonly string[];
   target: TargetResolution;
   decision?: StatusDecision;
+  inactive?: InactiveInput;
 }
 
 /**
@@ -86,8 +113,15 @@ export function unifiedStatusInputs(i: UnifiedInputs): { children: ChildHealth[]
   const d = i.decision;
   if (!i.target.found) {
     children.push({ name: SCALING_CHILD, state: 'Pending', reason: 'MetricsUnavailable', message: 'No scaling decisions without the scale target' });
+  } else if (d === undefined && i.inactive !== undefined) {
+    // A Deployment at 0 replicas is idle, not broken; a second VA on one Deployment needs fixing.
+    const idle = i.inactive.reason === 'target-scaled-to-zero';
+    children.push({ name: SCALING_CHILD, state: idle ? 'Ready' : 'Pending', ...(idle ? {} : { reason: reasonOfInactive(i.inactive.reason) }), message: inactiveText(i.inactive) });
   } else if (d === undefined) {
     children.push({ name: SCALING_CHILD, state: 'Starting', reason: 'AwaitingOptimization', message: 'Waiting for the first optimization cycle' });
+  } else if (d.source === 'prometheus-auth') {
+    // Seed 002 §3.2: refused credentials are an auth problem (AuthValid=False, Ready=False/AuthFailed), not connectivity.
+    errors.push({ class: 'Auth', reason: 'AuthFailed', message: d.metricsAvailable.message, child: SCALING_CHILD });
   } else if (d.source === 'prometheus-error') {
     errors.push({ class: 'Connectivity', reason: 'PrometheusError', message: d.metricsAvailable.message, child: SCALING_CHILD });
   } else if (d.metricsAvailable.status !== 'True') {
@@ -96,6 +130,11 @@ export function unifiedStatusInputs(i: UnifiedInputs): { children: ChildHealth[]
     children.push({ name: SCALING_CHILD, state: 'Ready', message: d.optimizationReady.message });
   }
   return { children, errors };
+}
+
+/** `duplicate-target` → `DuplicateTarget`. */
+function reasonOfInactive(reason: string): string {
+  return reason.replace(/(^|-)([a-z])/g, (_, __: string, c: string) => c.toUpperCase());
 }
 
 /**
@@ -107,6 +146,11 @@ export function variantStatusWrite(i: UpstreamInputs & { specErrors: readonly st
   fields: UpstreamStatus['fields'];
 } {
   const upstream = upstreamStatus(i);
-  const { children, errors } = unifiedStatusInputs({ specErrors: i.specErrors, target: i.target, ...(i.decision !== undefined ? { decision: i.decision } : {}) });
+  const { children, errors } = unifiedStatusInputs({
+    specErrors: i.specErrors,
+    target: i.target,
+    ...(i.decision !== undefined ? { decision: i.decision } : {}),
+    ...(i.inactive !== undefined ? { inactive: i.inactive } : {}),
+  });
   return { input: { children, errors, upstreamConditions: upstream.conditions }, fields: upstream.fields };
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { deploymentFacts } from './deployment-facts.js';
 
 const base = (over: Partial<V1Deployment> = {}): V1Deployment => ({
-  metadata: { name: 'llama', namespace: 'llm' },
+  metadata: { name: 'llama', namespace: 'llm', uid: 'u-1' },
   spec: {
     replicas: 3,
     selector: { matchLabels: { app: 'llama' } },
@@ -15,7 +15,7 @@ const base = (over: Partial<V1Deployment> = {}): V1Deployment => ({
 
 describe('deploymentFacts', () => {
   it('reads replicas, pending pods and GPUs per replica', () => {
-    expect(deploymentFacts(base())).toEqual({ name: 'llama', namespace: 'llm', deleting: false, specReplicas: 3, currentReplicas: 3, readyReplicas: 2, pendingReplicas: 1, gpusPerReplica: 2 });
+    expect(deploymentFacts(base())).toEqual({ name: 'llama', uid: 'u-1', namespace: 'llm', deleting: false, specReplicas: 3, currentReplicas: 3, readyReplicas: 2, pendingReplicas: 1, gpusPerReplica: 2 });
   });
 
   it('uses spec.replicas while status says 0, and never a negative pending count', () => {

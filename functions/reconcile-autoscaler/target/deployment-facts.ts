@@ -3,6 +3,8 @@ import type { V1Deployment, V1PodSpec } from '@kubernetes/client-node';
 
 export interface DeploymentFacts {
   name: string;
+  /** Tells a recreated Deployment from the one a decision was made for. */
+  uid: string;
   namespace: string;
   deleting: boolean;
   /** `spec.replicas` (the API defaults it to 1). */
@@ -16,6 +18,8 @@ export interface DeploymentFacts {
   gpusPerReplica: number;
   /** The GPU product the pods are pinned to by node selector or required node affinity. */
   gpuProduct?: string;
+  /** RFC 3339 creation time: a young Deployment's pods are re-checked for metrics sooner than the tick. */
+  createdAt?: string;
 }
 
 const GPU_RESOURCES = ['nvidia.com/gpu', 'amd.com/gpu', 'intel.com/gpu'];
@@ -56,6 +60,7 @@ export function deploymentFacts(d: V1Deployment): DeploymentFacts {
   const product = gpuProduct(d.spec?.template?.spec);
   return {
     name: d.metadata?.name ?? '',
+    uid: d.metadata?.uid ?? '',
     namespace: d.metadata?.namespace ?? '',
     deleting: d.metadata?.deletionTimestamp !== undefined && d.metadata.deletionTimestamp !== null,
     specReplicas,
@@ -64,5 +69,6 @@ export function deploymentFacts(d: V1Deployment): DeploymentFacts {
     pendingReplicas: Math.max(0, current - ready),
     gpusPerReplica: gpusPerReplica(d.spec?.template?.spec),
     ...(product !== undefined ? { gpuProduct: product } : {}),
+    ...(d.metadata?.creationTimestamp ? { createdAt: new Date(d.metadata.creationTimestamp).toISOString() } : {}),
   };
 }

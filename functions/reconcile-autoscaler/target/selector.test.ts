@@ -1,5 +1,6 @@
+import type { V1LabelSelector } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { mapPodsToVariants, selectorMatches } from './selector.js';
+import { labelSelectorQuery, mapPodsToVariants, selectorMatches } from './selector.js';
 
 describe('selectorMatches', () => {
   it('follows label selector semantics', () => {
@@ -29,5 +30,44 @@ describe('mapPodsToVariants', () => {
       ],
     );
     expect([...m]).toEqual([['a-1', 'a']]);
+  });
+});
+
+describe('issue 14 scenario 9: overlapping selectors and pods listed by selector', () => {
+  it('gives a pod two selectors match to the Deployment whose ReplicaSet controls it', () => {
+    const variants: Array<{ variantName: string; selector: V1LabelSelector }> = [
+      { variantName: 'llama-a100', selector: { matchLabels: { app: 'llama' } } },
+      { variantName: 'llama-h100', selector: { matchLabels: { app: 'llama', gpu: 'h100' } } },
+    ];
+    const m = mapPodsToVariants(
+      [
+        { name: 'a-1', labels: { app: 'llama', 'pod-template-hash': '5f7' }, replicaSet: 'llama-a100-5f7' },
+        { name: 'h-1', labels: { app: 'llama', gpu: 'h100', 'pod-template-hash': '9c2' }, replicaSet: 'llama-h100-9c2' },
+        // No controller to settle it: still left out rather than counted twice.
+        { name: 'orphan', labels: { app: 'llama', gpu: 'h100' } },
+      ],
+      variants,
+    );
+    expect([...m]).toEqual([
+      ['a-1', 'llama-a100'],
+      ['h-1', 'llama-h100'],
+    ]);
+  });
+
+  it('writes a selector as the labelSelector query parameter', () => {
+    expect(labelSelectorQuery({ matchLabels: { app: 'llama', tier: 'decode' } })).toBe('app=llama,tier=decode');
+    expect(
+      labelSelectorQuery({
+        matchExpressions: [
+          { key: 'tier', operator: 'In', values: ['decode', 'prefill'] },
+          { key: 'canary', operator: 'NotIn', values: ['yes'] },
+          { key: 'gpu', operator: 'Exists' },
+          { key: 'debug', operator: 'DoesNotExist' },
+        ],
+      }),
+    ).toBe('tier in (decode,prefill),canary notin (yes),gpu,!debug');
+    expect(labelSelectorQuery({})).toBeUndefined();
+    expect(labelSelectorQuery(undefined)).toBeUndefined();
+    expect(labelSelectorQuery({ matchExpressions: [{ key: 'x', operator: 'Gt', values: ['1'] }] })).toBeUndefined();
   });
 });

@@ -33,16 +33,48 @@ export function selectorMatches(selector: V1LabelSelector | undefined, labels: R
 }
 
 /**
- * Pod name → variant, for the pods of one namespace. A pod matched by several Deployments' selectors
- * is left out rather than counted twice.
+ * The selector as the API's `labelSelector` query parameter, so pods are listed per Deployment rather
+ * than the whole namespace (issue 14 scenario 9). Undefined for an empty selector (it selects nothing
+ * here) or an operator the API does not know.
  */
-export function mapPodsToVariants(
-  pods: readonly { name: string; labels?: Readonly<Record<string, string>> }[],
-  variants: readonly { variantName: string; selector: V1LabelSelector | undefined }[],
-): Map<string, string> {
+export function labelSelectorQuery(selector: V1LabelSelector | undefined): string | undefined {
+  if (!selector) return undefined;
+  const parts = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+  for (const e of selector.matchExpressions ?? []) {
+    const values = `(${(e.values ?? []).join(',')})`;
+    if (e.operator === 'In') parts.push(`${e.key} in ${values}`);
+    else if (e.operator === 'NotIn') parts.push(`${e.key} notin ${values}`);
+    else if (e.operator === 'Exists') parts.push(e.key);
+    else if (e.operator === 'DoesNotExist') parts.push(`!${e.key}`);
+    else return undefined;
+  }
+  return parts.length > 0 ? parts.join(',') : undefined;
+}
+
+export interface PodRef {
+  name: string;
+  labels?: Readonly<Record<string, string>>;
+  /** The ReplicaSet that controls the pod (its controller ownerReference), when there is one. */
+  replicaSet?: string;
+}
+
+/** A Deployment's ReplicaSets are named `<deployment>-<pod-template-hash>`, and their pods carry the hash. */
+function ownedBy(p: PodRef, variantName: string): boolean {
+  const hash = p.labels?.['pod-template-hash'];
+  return hash !== undefined && p.replicaSet === `${variantName}-${hash}`;
+}
+
+/**
+ * Pod name → variant, for the pods of one namespace. A pod several Deployments' selectors match
+ * belongs to the one whose ReplicaSet controls it (overlapping selectors would otherwise leave the
+ * pods out, and the model would look in transition for ever); one no owner settles is left out
+ * rather than counted twice.
+ */
+export function mapPodsToVariants(pods: readonly PodRef[], variants: readonly { variantName: string; selector: V1LabelSelector | undefined }[]): Map<string, string> {
   const out = new Map<string, string>();
   for (const p of pods) {
-    const owners = variants.filter((v) => selectorMatches(v.selector, p.labels));
+    let owners = variants.filter((v) => selectorMatches(v.selector, p.labels));
+    if (owners.length > 1) owners = owners.filter((v) => ownedBy(p, v.variantName));
     if (owners.length === 1) out.set(p.name, owners[0]!.variantName);
   }
   return out;
