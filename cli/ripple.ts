@@ -25,7 +25,9 @@ import { serveFunction } from '../runtime/http-function.js';
 import { createLogger } from '../runtime/log.js';
 import { startControlPlane, type ControlPlane } from '../sandbox/control-plane.js';
 import { startRedis, type RedisServer } from '../sandbox/redis.js';
+import { EMIT_EVENTS, queueEventSink } from '../runtime/event-sink.js';
 import { LeaderElector } from '../watcher/leader.js';
+import { WatchMetrics } from '../watcher/metrics.js';
 import { Watcher } from '../watcher/watcher.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -182,7 +184,17 @@ async function main(): Promise<void> {
   let elector: LeaderElector | undefined;
   if (mode === 'all' || mode === 'watcher') {
     await ensureNamespace(kc, config.RIPPLE_NAMESPACE);
-    watcher = new Watcher({ kc, functions: host.functions, enqueue: (fn, key, reason) => host.enqueue(fn, key, reason), isLeader: () => elector?.isLeader() ?? false, log, namespace });
+    watcher = new Watcher({
+      kc,
+      functions: host.functions,
+      enqueue: (fn, key, reason) => host.enqueue(fn, key, reason),
+      isLeader: () => elector?.isLeader() ?? false,
+      log,
+      namespace,
+      metrics: new WatchMetrics(registry),
+      // A dead-lettered watch event is reported as a Warning Event on its object, through emit-events.
+      events: queueEventSink(host.redis, host.prefix, () => host.queue(EMIT_EVENTS)),
+    });
     elector = new LeaderElector({
       kc,
       namespace: config.RIPPLE_NAMESPACE,
