@@ -113,6 +113,61 @@ describe('ModelServing under churn (issue 13)', () => {
     expect(await controllerRevisionNames(sb, 'p1')).toEqual([`p1-${a}`, `p1-${b}`].sort());
   });
 
+  it('scenario 2: a protected group lost while scaling down is recreated, and an unprotected one goes in its place', async () => {
+    await createMs(sb, msManifest('p2', sb.namespace, { replicas: 5, partition: 3, roles: one(IMAGE_A) }));
+    const a = (await waitConverged(sb, 'p2', { podsPerGroup: 1 })).ms.status?.updateRevision ?? '';
+    // While the controller is down, group 2 is lost (a node failure) and the user scales to 4.
+    await ripple?.stop();
+    ripple = undefined;
+    await sb.core.deleteNamespacedPod({ name: 'p2-2-main-0-0', namespace: sb.namespace, gracePeriodSeconds: 0 });
+    await waitFor('group 2 gone', 30_000, async () => !(await listPods(sb, 'p2')).some((p) => ordinal(p) === 2));
+    await patchMs(sb, 'p2', { spec: { replicas: 4 } });
+    ripple = await startRipple(sb, modelServingFunctions());
+    const { pods } = await waitConverged(sb, 'p2', {
+      podsPerGroup: 1,
+      extra: (_m, ps) => ps.some((p) => ordinal(p) === 2) || ps.some((p) => ordinal(p) === 4),
+    });
+    expect(pods.map(ordinal).sort()).toEqual([0, 1, 2, 3]);
+    expect(pods.every((p) => revisionOf(p) === a)).toBe(true);
+  });
+
+  it('scenario 6: a pod of someone else holding a needed name is reported on status, and the group completes once it goes', async () => {
+    // A bare pod (no labels, no owner) that happens to have the name of group 0's entry pod.
+    await sb.core.createNamespacedPod({
+      namespace: sb.namespace,
+      body: { metadata: { name: 'fp-0-main-0-0' }, spec: { containers: [{ name: 'main', image: IMAGE_A }] } },
+    });
+    await createMs(sb, msManifest('fp', sb.namespace, { replicas: 2, roles: one(IMAGE_A) }));
+    const reported = await waitFor('status to name the pod that holds the name', 60_000, async () => {
+      const ms = await getMs(sb, 'fp');
+      return condition(ms, 'ServingGroupsReady')?.reason === 'NameTaken' ? ms : false;
+    }, 250);
+    expect(reported.status?.phase).toBe('Degraded');
+    expect(condition(reported, 'ServingGroupsReady')?.message).toContain('pod fp-0-main-0-0 exists and is not owned by this ModelServing');
+    expect(condition(reported, 'Available')?.status).not.toBe('True');
+    await sb.core.deleteNamespacedPod({ name: 'fp-0-main-0-0', namespace: sb.namespace, gracePeriodSeconds: 0 });
+    // Its deletion is no event of this ModelServing: the slow re-check (30 s) brings it back.
+    const { pods } = await waitConverged(sb, 'fp', { podsPerGroup: 1, timeoutMs: 90_000 });
+    expect(pods.every((p) => p.metadata?.ownerReferences?.[0]?.name === 'fp')).toBe(true);
+  });
+
+  it('scenario 9: a spec that turns invalid on an Available ModelServing leaves no Available=True beside phase Failed', async () => {
+    await createMs(sb, msManifest('iv', sb.namespace, { replicas: 1, roles: one(IMAGE_A) }));
+    await waitConverged(sb, 'iv', { podsPerGroup: 1 });
+    // Two containers with the same name: only the function judges it (ConfigValid=False, phase Failed).
+    const dup = { name: 'main', image: IMAGE_A };
+    await patchMs(sb, 'iv', {
+      spec: { template: { roles: [{ name: 'main', replicas: 1, workerReplicas: 0, entryTemplate: { spec: { containers: [dup, dup] } } }] } },
+    });
+    const failed = await waitFor('the invalid spec on status', 60_000, async () => {
+      const ms = await getMs(sb, 'iv');
+      return ms?.status?.phase === 'Failed' && ms.status.observedGeneration === ms.metadata.generation ? ms : false;
+    }, 250);
+    expect(condition(failed, 'ConfigValid')?.status).toBe('False');
+    expect(condition(failed, 'Available')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(condition(failed, 'Ready')?.status).toBe('False');
+  });
+
   it('scenario 3: an HPA scaling a 49-character ModelServing 9 -> 10 through /scale keeps it valid; past the limit it degrades, not fails', async () => {
     const name = `hpa-${'a'.repeat(45)}`;
     expect(name).toHaveLength(49);
