@@ -1,0 +1,534 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { z } from 'zod';
+import { allFunctions } from '../../functions/index.js';
+import { loadProcessConfig } from '../../runtime/config.js';
+import { parseDispatchTargets } from '../../runtime/dispatcher.js';
+import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+
+// The Helm chart (charts/ripple) with Helm built from the Go module proxy (infra/local-control-plane/
+// build-helm.sh): lint, a strict server-side dry run of every mode, the schema's refusals, and a real
+// install → compare with the kustomize all-in-one overlay → run the release's process from the checkout
+// under the release's own ServiceAccount → upgrade → uninstall, on the sandbox's real API server.
+// Knative, KEDA, the Prometheus Operator and the OpenFaaS operator are not installed in the sandbox:
+// minimal CRDs for the one kind of each the chart uses are installed here (typed for the fields the
+// chart sets, so a wrong type is refused), like infra-manifests.test.ts does.
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const chart = path.join(root, 'charts', 'ripple');
+const bin = path.join(root, '.cache', 'control-plane', 'bin');
+const helmBin = path.join(bin, 'helm');
+const kubectlBin = existsSync(path.join(bin, 'kubectl')) ? path.join(bin, 'kubectl') : 'kubectl';
+const FUNCTIONS = ['reconcile-modelserving', 'reconcile-autoscaler', 'ops-lifecycle', 'emit-events'];
+
+let sb: TestSandbox;
+let kubeconfig: string;
+let work: string;
+let fnNamespace: string;
+const installedCrds: string[] = [];
+
+interface Run {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+function run(cmd: string, args: string[], input?: string): Run {
+  const r = spawnSync(cmd, args, { input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, HELM_CACHE_HOME: path.join(work, 'cache'), HELM_CONFIG_HOME: path.join(work, 'config'), HELM_DATA_HOME: path.join(work, 'data') } });
+  return { status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
+}
+const kubectl = (args: string[], input?: string) => run(kubectlBin, ['--kubeconfig', kubeconfig, ...args], input);
+const helm = (args: string[]) => run(helmBin, ['--kubeconfig', kubeconfig, ...args]);
+function ok(r: Run, what: string): string {
+  if (r.status !== 0) throw new Error(`${what} failed (${r.status}):\n${r.stderr}\n${r.stdout}`);
+  return r.stdout;
+}
+
+const objectSchema = z
+  .object({
+    apiVersion: z.string(),
+    kind: z.string(),
+    metadata: z.object({ name: z.string(), namespace: z.string().optional(), labels: z.record(z.string(), z.string()).optional() }).passthrough(),
+  })
+  .passthrough();
+type K8sObject = z.infer<typeof objectSchema>;
+function parseObjects(text: string): K8sObject[] {
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as unknown)
+    .filter((d) => d !== null)
+    .map((d) => objectSchema.parse(d));
+}
+
+const envVarSchema = z.object({ name: z.string(), value: z.string().optional(), valueFrom: z.record(z.string(), z.record(z.string(), z.unknown())).optional() }).strict();
+const containerSchema = z
+  .object({
+    image: z.string(),
+    args: z.array(z.string()).default([]),
+    env: z.array(envVarSchema).default([]),
+    envFrom: z.array(z.object({ configMapRef: z.object({ name: z.string() }) })).default([]),
+  })
+  .passthrough();
+const spec = (o: K8sObject) => z.object({ spec: z.record(z.string(), z.unknown()).default({}) }).passthrough().parse(o).spec;
+/** Anything with a pod template: a Deployment, a Knative Service. */
+const podSchema = z.object({ spec: z.object({ template: z.object({ spec: z.object({ containers: z.array(containerSchema) }).passthrough() }) }) });
+const deploymentSchema = z.object({
+  spec: z.object({
+    replicas: z.number(),
+    template: z.object({
+      metadata: z.object({ labels: z.record(z.string(), z.string()), annotations: z.record(z.string(), z.string()).default({}) }),
+      spec: z.object({ serviceAccountName: z.string().optional(), containers: z.array(containerSchema) }).passthrough(),
+    }),
+  }),
+});
+
+/** A value for each way of running Ripple; every platform kind the chart can render is in one of them. */
+const MODES: Record<string, string[]> = {
+  'all-in-one': [],
+  'scaled with KEDA and a ServiceMonitor': ['--set', 'mode=scaled', '--set', 'keda.enabled=true', '--set', 'serviceMonitor.enabled=true', '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379'],
+  'serverless on Knative': ['--set', 'mode=serverless'],
+  'serverless on OpenFaaS': ['--set', 'mode=serverless', '--set', 'serverless.platform=openfaas'],
+};
+
+// ---- minimal CRDs of the platform kinds the chart renders ----
+const str = { type: 'string' };
+const int = { type: 'integer' };
+const bool = { type: 'boolean' };
+const preserve = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+const stringMap = { type: 'object', additionalProperties: str };
+const looseArray = { type: 'array', items: preserve };
+function crd(group: string, kind: string, plural: string, version: string, spec: Record<string, unknown>): Record<string, unknown> {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.${group}` },
+    spec: {
+      group,
+      names: { kind, plural, listKind: `${kind}List`, singular: kind.toLowerCase() },
+      scope: 'Namespaced',
+      versions: [{ name: version, served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', ...spec }, status: preserve } } } }],
+    },
+  };
+}
+const PLATFORM_CRDS = [
+  crd('keda.sh', 'ScaledObject', 'scaledobjects', 'v1alpha1', {
+    required: ['scaleTargetRef', 'triggers'],
+    properties: {
+      scaleTargetRef: { type: 'object', required: ['name'], properties: { name: str, kind: str, apiVersion: str } },
+      minReplicaCount: int,
+      maxReplicaCount: int,
+      pollingInterval: int,
+      cooldownPeriod: int,
+      advanced: { type: 'object', properties: { horizontalPodAutoscalerConfig: { type: 'object', properties: { name: str, behavior: preserve } } } },
+      triggers: { type: 'array', items: { type: 'object', required: ['type', 'metadata'], properties: { type: str, name: str, metadata: stringMap } } },
+    },
+  }),
+  crd('serving.knative.dev', 'Service', 'services', 'v1', {
+    properties: {
+      template: {
+        type: 'object',
+        properties: {
+          metadata: { type: 'object', properties: { labels: stringMap, annotations: stringMap } },
+          spec: {
+            type: 'object',
+            properties: {
+              serviceAccountName: str,
+              containerConcurrency: int,
+              timeoutSeconds: int,
+              imagePullSecrets: looseArray,
+              containers: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: {
+                    name: str,
+                    image: str,
+                    imagePullPolicy: str,
+                    args: { type: 'array', items: str },
+                    ports: { type: 'array', items: { type: 'object', required: ['containerPort'], properties: { name: str, containerPort: int } } },
+                    env: looseArray,
+                    envFrom: looseArray,
+                    readinessProbe: preserve,
+                    livenessProbe: preserve,
+                    resources: preserve,
+                    securityContext: preserve,
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  }),
+  crd('monitoring.coreos.com', 'ServiceMonitor', 'servicemonitors', 'v1', {
+    required: ['selector'],
+    properties: {
+      selector: { type: 'object', properties: { matchLabels: stringMap } },
+      endpoints: { type: 'array', items: { type: 'object', properties: { port: str, path: str, interval: { type: 'string', pattern: '^(0|(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$' } } } },
+    },
+  }),
+  // The OpenFaaS operator's Function (openfaas.com/v1), for the fields the chart sets.
+  crd('openfaas.com', 'Function', 'functions', 'v1', {
+    required: ['name', 'image'],
+    properties: {
+      name: str,
+      image: str,
+      labels: stringMap,
+      annotations: stringMap,
+      environment: stringMap,
+      secrets: { type: 'array', items: str },
+      readOnlyRootFilesystem: bool,
+      requests: { type: 'object', properties: { cpu: str, memory: str } },
+      limits: { type: 'object', properties: { cpu: str, memory: str } },
+    },
+  }),
+];
+
+beforeAll(async () => {
+  if (!existsSync(helmBin)) throw new Error(`${helmBin} is missing: run bash infra/local-control-plane/build-helm.sh (scripts/ensure-deps.sh does)`);
+  sb = await openSandbox('helm');
+  kubeconfig = inject('kubeconfig');
+  work = mkdtempSync(path.join(tmpdir(), 'ripple-helm-'));
+  fnNamespace = `${sb.namespace}-fn`;
+  ok(kubectl(['create', 'namespace', fnNamespace]), 'creating the OpenFaaS function namespace');
+  for (const c of PLATFORM_CRDS) {
+    const name = z.object({ metadata: z.object({ name: z.string() }) }).parse(c).metadata.name;
+    // A cluster that already serves the kind is validated against that (another test may own it).
+    if (kubectl(['get', 'crd', name]).status === 0) continue;
+    ok(kubectl(['create', '-f', '-'], JSON.stringify(c)), `installing ${name}`);
+    installedCrds.push(name);
+  }
+  if (installedCrds.length) ok(kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...installedCrds.map((n) => `crd/${n}`)]), 'CRDs established');
+});
+afterAll(async () => {
+  for (const name of installedCrds) kubectl(['delete', 'crd', name, '--wait=false']);
+  kubectl(['delete', 'namespace', fnNamespace, '--wait=false']);
+  await sb?.cleanup();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+/** `helm template` of the chart into the test's namespaces. */
+function template(args: string[], release = 'ripple'): Run {
+  return helm(['template', release, chart, '--namespace', sb.namespace, '--set', `serverless.openfaas.functionNamespace=${fnNamespace}`, ...args]);
+}
+
+describe('charts/ripple', () => {
+  it('helm lint passes for every mode, with no warnings', () => {
+    expect(ok(run(helmBin, ['version', '--short']), 'helm version')).toMatch(/^v3\.22\.0/);
+    for (const [mode, args] of Object.entries(MODES)) {
+      const r = run(helmBin, ['lint', '--strict', chart, ...args]);
+      expect(r.status, `${mode}:\n${r.stdout}${r.stderr}`).toBe(0);
+      expect(r.stdout).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
+      expect(r.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+    }
+  });
+
+  it.each(Object.keys(MODES))('helm template (%s) passes a strict server-side dry run, CRDs included', (mode) => {
+    const text = ok(template(['--include-crds', ...MODES[mode]!]), `helm template ${mode}`);
+    const objects = parseObjects(text);
+    expect(objects.length).toBeGreaterThan(10);
+    // --force-conflicts: the CRDs are owned by whoever installed them (the global setup); the rest is new.
+    const r = kubectl(['apply', '--server-side', '--dry-run=server', '--validate=strict', '--force-conflicts', '--field-manager=ripple-helm-test', '-f', '-'], text);
+    expect(r.stderr, `${mode}:\n${r.stderr}`).toBe('');
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(objects.length);
+    for (const line of lines) expect(line).toMatch(/serverside-applied \(server dry run\)$/);
+    const kinds = new Set(objects.map((o) => o.kind));
+    if (mode.startsWith('scaled')) for (const k of ['ScaledObject', 'ServiceMonitor', 'PodDisruptionBudget']) expect(kinds, k).toContain(k);
+    if (mode.includes('Knative')) expect(objects.filter((o) => o.apiVersion === 'serving.knative.dev/v1')).toHaveLength(FUNCTIONS.length);
+    if (mode.includes('OpenFaaS')) {
+      const fns = objects.filter((o) => o.kind === 'Function');
+      expect(fns).toHaveLength(FUNCTIONS.length);
+      // The functions and their identities live in OpenFaaS's namespace; the autoscaler's grant stays home.
+      for (const o of objects.filter((x) => x.kind === 'Function' || (x.kind === 'ServiceAccount' && x.metadata.name.includes('-worker-')))) expect(o.metadata.namespace, o.metadata.name).toBe(fnNamespace);
+    }
+  });
+
+  it('the rendered processes run commands `ripple` accepts, with an environment it accepts', () => {
+    const checked = new Set<string>();
+    for (const [mode, args] of Object.entries(MODES)) {
+      const objects = parseObjects(ok(template(args), mode));
+      const configMap = z.object({ data: z.record(z.string(), z.string()) }).passthrough().parse(objects.find((o) => o.kind === 'ConfigMap'));
+      // Deployments and Knative Services: a pod template running the image with arguments.
+      const workloads = objects.filter((o) => (o.kind === 'Deployment' || o.kind === 'Service') && o.metadata.labels?.['app.kubernetes.io/component'] !== 'redis' && spec(o).template !== undefined);
+      expect(workloads.length, mode).toBeGreaterThan(0);
+      for (const d of workloads) {
+        const c = podSchema.parse(d).spec.template.spec.containers[0]!;
+        // The image's entrypoint is `node --import tsx cli/ripple.ts`: the same CLI as bin/ripple.js, whose
+        // argument parser is strict (an unknown flag fails). One run per distinct command line.
+        if (!checked.has(c.args.join(' '))) {
+          checked.add(c.args.join(' '));
+          const help = run(process.execPath, [path.join(root, 'bin', 'ripple.js'), ...c.args, '--help']);
+          expect(help.status, `${d.metadata.name}: ripple ${c.args.join(' ')}\n${help.stderr}`).toBe(0);
+          const modes = /^usage: ripple <([a-z|]+)>/m.exec(help.stdout)?.[1]?.split('|') ?? [];
+          expect(modes, `ripple ${c.args.join(' ')} --help:\n${help.stdout}${help.stderr}`).toContain(c.args[0]);
+        }
+        // The environment the pod would have (Secrets and fieldRefs stand in with plausible values).
+        const env: Record<string, string> = { ...configMap.data };
+        for (const e of c.env) env[e.name] = e.value ?? (e.name === 'REDIS_URL' ? 'redis://redis:6379' : e.valueFrom?.fieldRef ? sb.namespace : 'a-token-of-at-least-16-chars');
+        const config = loadProcessConfig(env);
+        expect(config.RIPPLE_IN_CLUSTER).toBe('true');
+        if (c.args[0] === 'worker' && c.args.includes('--dispatch')) {
+          const targets = parseDispatchTargets(c.args.filter((_, i) => c.args[i - 1] === '--dispatch'));
+          expect(targets.map((t) => t.fn).sort()).toEqual([...FUNCTIONS].sort());
+          expect(config.RIPPLE_FUNCTION_TOKEN).toBeDefined();
+        }
+      }
+      // OpenFaaS passes no arguments: its Functions choose `serve` by environment, secrets as files.
+      for (const f of objects.filter((o) => o.kind === 'Function')) {
+        const fn = z.object({ spec: z.object({ environment: z.record(z.string(), z.string()), secrets: z.array(z.string()) }).passthrough() }).parse(f).spec;
+        const env: Record<string, string> = {};
+        for (const [k, v] of Object.entries(fn.environment)) {
+          if (!k.endsWith('_FILE')) env[k] = v;
+          else {
+            expect(fn.secrets).toContain(path.basename(v));
+            expect(v).toBe(`/var/openfaas/secrets/${path.basename(v)}`);
+            env[k] = path.join(work, path.basename(v));
+            writeFileSync(env[k], k.startsWith('REDIS') ? 'redis://redis:6379\n' : 'a-token-of-at-least-16-chars\n');
+          }
+        }
+        const config = loadProcessConfig(env);
+        expect(config.RIPPLE_MODE).toBe('serve');
+        expect(FUNCTIONS).toContain(config.RIPPLE_FUNCTION);
+        expect(config.RIPPLE_FUNCTION_TOKEN).toBe('a-token-of-at-least-16-chars');
+      }
+    }
+    // all, watcher, ops, a worker and a Knative `serve` per function, and the dispatcher for Knative and OpenFaaS.
+    expect(checked.size).toBe(3 + 2 * FUNCTIONS.length + 2);
+  }, 600_000);
+
+  it('the schema and the chart refuse bad values with a message naming the value', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['--set', 'mode=sclaed'], /at '\/mode': value must be one of 'all-in-one', 'scaled', 'serverless'/],
+      [['--set', 'workers.replica=2'], /at '\/workers': additional properties 'replica' not allowed/],
+      [['--set', 'config.logLevel=verbose'], /at '\/config\/logLevel': value must be one of/],
+      [['--set-string', 'allInOne.replicas=two'], /at '\/allInOne\/replicas': got string, want integer/],
+      [['--set', 'ops.replicas=2'], /at '\/ops\/replicas': maximum: got 2, want 1/],
+      [['--set', 'opsToken.value=short'], /at '\/opsToken\/value': minLength: got 5, want 16/],
+      [['--set', 'redis.deploy=false'], /redis: give exactly one of redis.deploy=true \(a demo Redis\), redis.url or redis.existingSecret \(0 given\)/],
+      [['--set', 'keda.enabled=true'], /keda.enabled scales the worker Deployments, which only mode=scaled has/],
+    ];
+    for (const [args, message] of cases) {
+      const r = template(args);
+      expect(r.status, args.join(' ')).not.toBe(0);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+    }
+  });
+
+  it('the chart ships the CRDs of infra/crds, and its crds/ directory applies over the installed ones (the upgrade path)', () => {
+    // Links, not copies: the CRDs and the RBAC rules have one source each, shared with kustomize.
+    expect(realpathSync(path.join(chart, 'crds'))).toBe(realpathSync(path.join(root, 'infra', 'crds')));
+    expect(realpathSync(path.join(chart, 'files', 'rbac'))).toBe(realpathSync(path.join(root, 'infra', 'deploy', 'rbac')));
+    const ours = readdirSync(path.join(root, 'infra', 'crds')).sort();
+    // What Helm installs from crds/: every CRD of infra/crds.
+    const shown = parseObjects(ok(template(['--include-crds']), 'helm template --include-crds')).filter((o) => o.kind === 'CustomResourceDefinition');
+    const expected = ours.flatMap((f) => parseObjects(readFileSync(path.join(root, 'infra', 'crds', f), 'utf8')));
+    expect(shown).toEqual(expected);
+    const r = kubectl(['apply', '--server-side', '--dry-run=server', '--validate=strict', '--force-conflicts', '--field-manager=ripple-helm-test', '-f', `${path.join(chart, 'crds')}/`]);
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim().split('\n')).toHaveLength(ours.length);
+    for (const line of r.stdout.trim().split('\n')) expect(line).toMatch(/^customresourcedefinition\.apiextensions\.k8s\.io\/\S+ serverside-applied \(server dry run\)$/);
+  });
+
+  describe('a real release on the sandbox', () => {
+    const release = `hc-${Math.random().toString(36).slice(2, 8)}`;
+    const full = `${release}-ripple`;
+    let manifest: K8sObject[] = [];
+    let child: ChildProcess | undefined;
+    let opsPort = 0;
+
+    async function stopChild(): Promise<void> {
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    afterAll(async () => {
+      await stopChild();
+      helm(['uninstall', release, '--namespace', sb.namespace, '--ignore-not-found']);
+    });
+
+    /** Kustomize names are `ripple…`; the release's are `<release>-ripple…`. */
+    const normal = (name: string) => (name.startsWith(full) ? `ripple${name.slice(full.length)}` : name);
+    const key = (o: K8sObject) => `${o.kind}/${normal(o.metadata.name)}`;
+
+    it('helm install succeeds and creates every object of its manifest', () => {
+      const out = ok(
+        helm(['install', release, chart, '--namespace', sb.namespace, '--set', `config.prefix=${sb.prefix}`, '--set', `config.watchNamespace=${sb.namespace}`]),
+        'helm install',
+      );
+      expect(out).toMatch(/STATUS: deployed/);
+      manifest = parseObjects(ok(helm(['get', 'manifest', release, '--namespace', sb.namespace]), 'helm get manifest'));
+      expect(manifest.length).toBeGreaterThan(20);
+      for (const o of manifest) {
+        const r = kubectl(['get', o.kind, o.metadata.name, ...(o.metadata.namespace ? ['-n', o.metadata.namespace] : []), '-o', 'name']);
+        expect(r.status, `${key(o)}: ${r.stderr}`).toBe(0);
+      }
+    });
+
+    it("the release's objects match what the kustomize all-in-one overlay creates", () => {
+      const kustomize = parseObjects(ok(run(kubectlBin, ['kustomize', path.join(root, 'infra', 'deploy', 'overlays', 'all-in-one')]), 'kustomize'));
+      const mine = new Map(manifest.map((o) => [key(o), o]));
+      const theirs = new Map(kustomize.map((o) => [key(o), o]));
+      // The only differences: Helm installs into an existing namespace, and the chart generates the ops
+      // token Secret the overlay leaves to the operator.
+      expect([...theirs.keys()].filter((k) => !mine.has(k))).toEqual(['Namespace/ripple-system']);
+      expect([...mine.keys()].filter((k) => !theirs.has(k))).toEqual(['Secret/ripple-ops-token']);
+      const normalNames = (v: unknown): unknown =>
+        typeof v === 'string' ? normal(v) : Array.isArray(v) ? v.map(normalNames) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'namespace').map(([k, x]) => [k, normalNames(x)])) : v;
+      const field = (o: K8sObject | undefined, f: string) => normalNames((o as Record<string, unknown> | undefined)?.[f]);
+      for (const [k, o] of theirs) {
+        if (k === 'Namespace/ripple-system') continue;
+        const m = mine.get(k);
+        // RBAC: the same rules, and bindings of the same accounts to the same roles.
+        // The watcher's Role names the Lease after config.prefix, which this release sets.
+        const renamePrefix = (v: unknown) => (k === 'Role/ripple-watcher' ? JSON.parse(JSON.stringify(v).replaceAll('"ripple-watcher"', `"${sb.prefix}-watcher"`)) as unknown : v);
+        for (const f of ['rules', 'roleRef', 'subjects']) expect(field(m, f), `${k} ${f}`).toEqual(f === 'rules' ? renamePrefix(field(o, f)) : field(o, f));
+        if (o.kind === 'ConfigMap') expect(field(m, 'data'), k).toEqual({ ...(field(o, 'data') as object), RIPPLE_WATCH_NAMESPACE: sb.namespace, RIPPLE_PREFIX: sb.prefix });
+        if (o.kind === 'Secret') expect(Object.keys(z.object({ stringData: z.record(z.string(), z.string()) }).passthrough().parse(m).stringData), k).toEqual(['url']);
+        if (o.kind === 'Service') expect(z.object({ spec: z.object({ ports: z.unknown() }).passthrough() }).parse(m).spec.ports, k).toEqual(z.object({ spec: z.object({ ports: z.unknown() }).passthrough() }).parse(o).spec.ports);
+        if (o.kind === 'Deployment') {
+          const a = deploymentSchema.parse(m).spec;
+          const b = deploymentSchema.parse(o).spec;
+          expect(a.replicas, k).toBe(b.replicas);
+          // The pod spec, container by container: args, env, ports, probes, resources, security, volumes.
+          const strip = (s: typeof a.template.spec) => normalNames({ ...s, containers: s.containers.map(({ image: _i, imagePullPolicy: _p, ...c }) => c) });
+          expect(strip(a.template.spec), k).toEqual(strip(b.template.spec));
+        }
+        // Every Service selects the pods of the workload it fronts.
+        if (o.kind === 'Service') {
+          const selector = z.object({ spec: z.object({ selector: z.record(z.string(), z.string()) }).passthrough() }).parse(m).spec.selector;
+          const podLabels = (d: K8sObject) => z.object({ spec: z.object({ template: z.object({ metadata: z.object({ labels: z.record(z.string(), z.string()) }) }) }) }).parse(d).spec.template.metadata.labels;
+          const target = manifest.find((d) => d.kind === 'Deployment' && Object.entries(selector).every(([l, v]) => podLabels(d)[l] === v));
+          expect(target, `${k} selects a Deployment`).toBeDefined();
+        }
+      }
+    });
+
+    it("the release's process, run from the checkout under the release's ServiceAccount, becomes ready and accepts the generated ops token", async () => {
+      const deployment = deploymentSchema.parse(JSON.parse(ok(kubectl(['get', 'deployment', full, '-n', sb.namespace, '-o', 'json']), 'get deployment')));
+      const pod = deployment.spec.template.spec;
+      const c = pod.containers[0]!;
+      expect(c.args).toEqual(['all']);
+      // The environment the kubelet would give the container, resolved from the release's objects. One
+      // substitution: the demo Redis is a pod the sandbox never runs, so REDIS_URL is the test's Redis.
+      const config = z.object({ data: z.record(z.string(), z.string()) }).passthrough().parse(JSON.parse(ok(kubectl(['get', 'configmap', c.envFrom[0]!.configMapRef.name, '-n', sb.namespace, '-o', 'json']), 'get configmap')));
+      const env: Record<string, string> = { ...config.data };
+      let token = '';
+      for (const e of c.env) {
+        const ref = z.object({ secretKeyRef: z.object({ name: z.string(), key: z.string() }).passthrough().optional(), fieldRef: z.object({ fieldPath: z.literal('metadata.namespace') }).optional() }).parse(e.valueFrom ?? {});
+        if (ref.fieldRef) env[e.name] = sb.namespace;
+        else if (ref.secretKeyRef) {
+          const secret = z.object({ data: z.record(z.string(), z.string()) }).passthrough().parse(JSON.parse(ok(kubectl(['get', 'secret', ref.secretKeyRef.name, '-n', sb.namespace, '-o', 'json']), 'get secret')));
+          env[e.name] = Buffer.from(secret.data[ref.secretKeyRef.key]!, 'base64').toString('utf8');
+        }
+        if (e.name === 'RIPPLE_OPS_TOKEN') token = env[e.name]!;
+      }
+      expect(env.REDIS_URL).toBe(`redis://${full}-redis.${sb.namespace}.svc:6379`);
+      env.REDIS_URL = sb.redisUrl;
+      expect(token).toMatch(/^[A-Za-z0-9]{32}$/);
+      // Its identity: a token of the release's ServiceAccount (TokenRequest), in place of the pod's mount.
+      expect(pod.serviceAccountName).toBe(full);
+      const saToken = ok(kubectl(['create', 'token', full, '-n', sb.namespace, '--duration=1h']), 'create token').trim();
+      const cluster = sb.kc.getCurrentCluster()!;
+      const kc = new KubeConfig();
+      kc.loadFromOptions({
+        clusters: [{ name: 'sandbox', server: cluster.server, skipTLSVerify: cluster.skipTLSVerify, caData: cluster.caData, caFile: cluster.caFile }],
+        users: [{ name: 'sa', token: saToken }],
+        contexts: [{ name: 'sa', cluster: 'sandbox', user: 'sa' }],
+        currentContext: 'sa',
+      });
+      const saKubeconfig = path.join(work, 'sa.kubeconfig');
+      writeFileSync(saKubeconfig, kc.exportConfig());
+      opsPort = await freePort();
+      child = spawn(process.execPath, [path.join(root, 'bin', 'ripple.js'), ...c.args, '--kubeconfig', saKubeconfig, '--ops-port', String(opsPort)], {
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, RIPPLE_OPS_HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+      const base = `http://127.0.0.1:${opsPort}`;
+      try {
+        await waitFor('the release process to become ready', 90_000, async () => {
+          if (child?.exitCode !== null) throw new Error(`ripple ${c.args.join(' ')} exited with ${child?.exitCode}`);
+          return fetch(`${base}/readyz`).then((r) => r.ok).catch(() => false);
+        }, 500);
+        // It elected itself leader with the Lease its Role names, under the release's prefix.
+        const lease = await waitFor('the watcher Lease', 30_000, async () => {
+          const r = kubectl(['get', 'lease', `${sb.prefix}-watcher`, '-n', sb.namespace, '-o', 'json']);
+          return r.status === 0 ? z.object({ spec: z.object({ holderIdentity: z.string() }).passthrough() }).parse(JSON.parse(r.stdout)) : false;
+        });
+        expect(lease.spec.holderIdentity).not.toBe('');
+        const info = z.object({ writable: z.boolean() }).passthrough().parse(await (await fetch(`${base}/`)).json());
+        expect(info.writable).toBe(true);
+        // The generated token opens the state-changing routes; a resync lists primaries with the release's RBAC.
+        expect((await fetch(`${base}/api/resync/reconcile-modelserving`, { method: 'POST' })).status).toBe(401);
+        const resync = await fetch(`${base}/api/resync/reconcile-modelserving`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+        expect(resync.status, await resync.clone().text()).toBe(200);
+      } finally {
+        // Stopped before the upgrade and uninstall, pass or fail: it holds the release's Lease.
+        await stopChild();
+      }
+    });
+
+    it('helm upgrade applies a changed value, restarts pods on a changed setting, and keeps the generated token', () => {
+      const before = deploymentSchema.parse(JSON.parse(ok(kubectl(['get', 'deployment', full, '-n', sb.namespace, '-o', 'json']), 'get deployment')));
+      const tokenBefore = ok(kubectl(['get', 'secret', `${full}-ops-token`, '-n', sb.namespace, '-o', 'jsonpath={.data.token}']), 'get token');
+      ok(helm(['upgrade', release, chart, '--namespace', sb.namespace, '--reuse-values', '--set', 'allInOne.replicas=2', '--set', 'config.logLevel=debug']), 'helm upgrade');
+      const after = deploymentSchema.parse(JSON.parse(ok(kubectl(['get', 'deployment', full, '-n', sb.namespace, '-o', 'json']), 'get deployment')));
+      expect(before.spec.replicas).toBe(1);
+      expect(after.spec.replicas).toBe(2);
+      expect(ok(kubectl(['get', 'configmap', `${full}-config`, '-n', sb.namespace, '-o', 'jsonpath={.data.LOG_LEVEL}']), 'get configmap')).toBe('debug');
+      expect(after.spec.template.metadata.annotations['checksum/config']).not.toBe(before.spec.template.metadata.annotations['checksum/config']);
+      expect(ok(kubectl(['get', 'secret', `${full}-ops-token`, '-n', sb.namespace, '-o', 'jsonpath={.data.token}']), 'get token')).toBe(tokenBefore);
+      const status = z.object({ version: z.number(), info: z.object({ status: z.string() }).passthrough() }).passthrough().parse(JSON.parse(ok(helm(['status', release, '--namespace', sb.namespace, '-o', 'json']), 'helm status')));
+      expect(status).toMatchObject({ version: 2, info: { status: 'deployed' } });
+    });
+
+    it('helm uninstall leaves nothing of the release, cluster-scoped objects included; the CRDs stay', async () => {
+      ok(helm(['uninstall', release, '--namespace', sb.namespace, '--wait', '--timeout', '2m']), 'helm uninstall');
+      for (const o of manifest) {
+        const r = kubectl(['get', o.kind, o.metadata.name, ...(o.metadata.namespace ? ['-n', o.metadata.namespace] : []), '-o', 'name', '--ignore-not-found']);
+        expect(r.stdout.trim(), key(o)).toBe('');
+      }
+      // Nothing else carries the release's label either.
+      const cluster = ok(kubectl(['get', 'clusterroles,clusterrolebindings', '-l', `app.kubernetes.io/instance=${release}`, '-o', 'name']), 'get cluster-scoped');
+      expect(cluster.trim()).toBe('');
+      // Pods and ReplicaSets go with their Deployments through the garbage collector, not at once.
+      await waitFor(`nothing labelled ${release} in ${sb.namespace}`, 60_000, async () => leftOf(sb.namespace, release) === '', 500);
+      // Helm's own release records are gone.
+      expect(ok(kubectl(['get', 'secrets', '-n', sb.namespace, '-l', `owner=helm,name=${release}`, '-o', 'name']), 'release secrets').trim()).toBe('');
+      // Policy: CRDs are never deleted with a release (that would delete every ModelServing in the cluster).
+      for (const f of ['modelservings.workload.serving.volcano.sh', 'variantautoscalings.llmd.ai']) expect(kubectl(['get', 'crd', f]).status, f).toBe(0);
+    });
+  });
+
+  it('every function Ripple ships has an identity in the chart', () => {
+    const objects = parseObjects(ok(template(['--set', 'mode=scaled']), 'template'));
+    for (const f of allFunctions()) {
+      expect(objects.some((o) => o.kind === 'ClusterRole' && o.metadata.name === `ripple-worker-${f.name}`), f.name).toBe(true);
+      expect(objects.some((o) => o.kind === 'Deployment' && o.metadata.name === `ripple-worker-${f.name}`), f.name).toBe(true);
+    }
+  });
+});
+
+/** Whatever in the namespace still carries the release's label. */
+function leftOf(namespace: string, release: string): string {
+  return ok(kubectl(['get', 'all,configmaps,secrets,serviceaccounts,roles,rolebindings,poddisruptionbudgets', '-n', namespace, '-l', `app.kubernetes.io/instance=${release}`, '-o', 'name']), 'get namespaced').trim();
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const address = s.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
