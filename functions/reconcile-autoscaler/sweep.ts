@@ -1,6 +1,6 @@
 /**
- * The resync tick's sweep of the autoscaler's per-VA state: the decision and the gauge series of a
- * VariantAutoscaling that no longer exists. The optimization cycle forgets them too, but only when it
+ * The resync tick's sweep of the autoscaler's per-VA state: the decision, the gauge series and the
+ * inactive reason of a VariantAutoscaling that no longer exists. The optimization cycle forgets them too, but only when it
  * runs to the end (a failing Prometheus or API list stops it first), and VA deletes reach no handler
  * (seed 003 blocks them); this sweep needs nothing but the list of VAs, so it cleans up on every tick.
  */
@@ -8,10 +8,13 @@ import type { SweepContext } from '../../runtime/function.js';
 import { runScript } from '../../queue/run-script.js';
 import { isSpecialKey, stateKeys } from './keys.js';
 
-/** The hashes keyed by VA (`namespace/name`) whose entries belong to that VA alone. */
+/**
+ * The hashes keyed by VA (`namespace/name`) whose entries belong to that VA alone: its decision, its
+ * gauge series, and why a cycle left it out. (`cycle-requested` markers carry a TTL: they go by themselves.)
+ */
 function perVariantHashes(prefix: string): string[] {
   const keys = stateKeys(prefix);
-  return [keys.decisions, keys.series];
+  return [keys.decisions, keys.series, keys.inactive];
 }
 
 // KEYS: the per-VA hashes. ARGV: the VA key, then each hash's value read before the VA was found gone
@@ -38,7 +41,7 @@ export async function sweepVariantState(ctx: SweepContext): Promise<number> {
     const n = Number(await runScript(ctx.redis, DELETE_IF_UNCHANGED, hashes, [vaKey, ...values.map((v) => v ?? '')]));
     if (n > 0) {
       removed++;
-      ctx.log.info({ variantAutoscaling: vaKey }, 'dropped the decision and series of a VariantAutoscaling that no longer exists');
+      ctx.log.info({ variantAutoscaling: vaKey }, 'dropped the decision, series and inactive reason of a VariantAutoscaling that no longer exists');
     }
   }
   return removed;

@@ -190,6 +190,7 @@ describe('fault: watcher leader SIGKILLed while objects are deleted', () => {
       for (const k of [live, gone, elsewhere]) {
         await sb.redis.hset(keys.decisions, k, JSON.stringify({ key: k, decidedAt: new Date().toISOString() }));
         await sb.redis.hset(keys.series, k, JSON.stringify({ variantName: k, namespace: 'x', accelerator: 'H100', current: 1, desired: 1 }));
+        await sb.redis.hset(keys.inactive, k, JSON.stringify({ reason: 'TargetNotFound', message: 'm', at: new Date().toISOString() }));
       }
 
       // Event requests: one fresh and one past the maximum age on one object's list.
@@ -205,11 +206,13 @@ describe('fault: watcher leader SIGKILLed while objects are deleted', () => {
 
       const decisions = Object.keys(await sb.redis.hgetall(keys.decisions)).sort();
       const series = Object.keys(await sb.redis.hgetall(keys.series)).sort();
+      const inactive = Object.keys(await sb.redis.hgetall(keys.inactive)).sort();
       const requests = await sb.redis.lrange(eventRequestsKey(sb.prefix, object), 0, -1);
-      console.error(`leader-kill-deletes sweep: decisions=${decisions.join(',')} series=${series.join(',')} requests left=${requests.length}`);
+      console.error(`leader-kill-deletes sweep: decisions=${decisions.join(',')} series=${series.join(',')} inactive=${inactive.join(',')} requests left=${requests.length}`);
       // The deleted VA's state is gone; the live VA's and another namespace's (not this host's to judge) stay.
       expect(decisions).toEqual([elsewhere, live].sort());
       expect(series).toEqual([elsewhere, live].sort());
+      expect(inactive).toEqual([elsewhere, live].sort());
       expect(requests).toEqual([fresh]);
     } finally {
       await host.close();
