@@ -10,6 +10,28 @@ import { requireToken } from './auth.js';
 export const DASHBOARD_PATH = '/ui';
 export const ADMIN_DASHBOARD_PATH = '/admin/ui';
 
+/** What the read-only board shows instead of a failed job's stack (the reason stays visible). */
+export const REDACTED_STACK = 'stack hidden in the read-only dashboard: open /admin/ui with the ops token';
+
+/**
+ * Replaces every `stacktrace` array in a bull-board answer, wherever it is nested, by the job's
+ * `failedReason` and a note: bull-board's Error tab shows the stack instead of the reason when there
+ * is one, so the reason has to stand in its place to stay visible.
+ */
+export function redactStacks(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactStacks);
+  if (value === null || typeof value !== 'object') return value;
+  const obj = value as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (k === 'stacktrace' && Array.isArray(v)) {
+      const reason = typeof obj.failedReason === 'string' && obj.failedReason ? `${obj.failedReason}\n\n` : '';
+      out[k] = v.length ? [`${reason}(${REDACTED_STACK})`] : [];
+    } else out[k] = redactStacks(v);
+  }
+  return out;
+}
+
 function board(queues: WorkQueue[], basePath: string, readOnlyMode: boolean, title: string): Hono {
   const adapter = new HonoAdapter(serveStatic);
   adapter.setBasePath(basePath);
@@ -18,7 +40,9 @@ function board(queues: WorkQueue[], basePath: string, readOnlyMode: boolean, tit
     // @bull-board/hono 9.10.1 carries its own @bull-board/api 9.10.1 typings (a private field differs
     // from 9.10.2's); the runtime interface is the same, only the declarations are distinct.
     serverAdapter: adapter as unknown as IServerAdapter,
-    options: { uiConfig: { boardTitle: title } },
+    // Read-only: no Redis INFO panel (version, memory, clients; its route answers 403) and no
+    // per-queue CLIENT LIST (worker names and addresses), which the board would also run on every poll.
+    options: { uiConfig: readOnlyMode ? { boardTitle: title, hideRedisDetails: true, showWorkers: false } : { boardTitle: title } },
   });
   return adapter.registerPlugin();
 }
@@ -37,6 +61,16 @@ export function mountDashboards(app: Hono, queues: WorkQueue[], token: string | 
       return c.json({ error: `the dashboard at ${DASHBOARD_PATH} is read-only; use ${ADMIN_DASHBOARD_PATH} with the ops token` }, 403);
     }
     await next();
+  });
+  // A failed job's stack names files, lines and sometimes values: only the admin board shows it. Every
+  // JSON answer of the read-only board is rewritten, so a route bull-board adds later is covered too.
+  app.use(`${DASHBOARD_PATH}/api/*`, async (c, next) => {
+    await next();
+    if (!c.res.headers.get('content-type')?.includes('application/json')) return;
+    const body: unknown = await c.res.json();
+    const headers = new Headers(c.res.headers);
+    headers.delete('content-length');
+    c.res = new Response(JSON.stringify(redactStacks(body)), { status: c.res.status, headers });
   });
   // bull-board's page sets <base href="/ui/">, so browsers come back to the trailing-slash form.
   app.get(`${DASHBOARD_PATH}/`, (c) => c.redirect(DASHBOARD_PATH));

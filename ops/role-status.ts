@@ -15,6 +15,10 @@ export interface RoleStatusEntry {
  * ops server only shows what it returns.
  */
 export interface RoleStatusReader {
-  list(opts?: { namespace?: string; limit?: number }): Promise<{ entries: RoleStatusEntry[]; truncated: boolean }>;
+  /**
+   * One page: at most `limit` entries, read from where `continue` (the previous page's token) stopped,
+   * with a bounded number of Redis calls per page. `continue` is absent on the last page.
+   */
+  list(opts?: { namespace?: string; limit?: number; continue?: string }): Promise<{ entries: RoleStatusEntry[]; continue?: string }>;
   get(namespace: string, name: string): Promise<RoleStatusEntry[]>;
 }

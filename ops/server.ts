@@ -11,6 +11,7 @@ import { requireToken } from './auth.js';
 import { ADMIN_DASHBOARD_PATH, DASHBOARD_PATH, mountDashboards } from './dashboard.js';
 import { jobCounts, registerJobCounts } from './queue-counts.js';
 import { resyncRoutes, type ResyncHost } from './resync.js';
+import { BadContinueToken } from './scan-page.js';
 import type { RoleStatusReader } from './role-status.js';
 
 /** What the full ops surface needs of the function host. */
@@ -42,7 +43,8 @@ export interface OpsAppOptions {
 
 const rolesQuery = z.object({
   namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'namespace must be a DNS-1123 label').optional(),
-  limit: z.coerce.number().int().min(1).max(5000).optional(),
+  limit: z.coerce.number().int().min(1).max(500).optional(),
+  continue: z.string().max(512).optional(),
 });
 
 export function opsApp(opts: OpsAppOptions): Hono {
@@ -103,7 +105,14 @@ export function opsApp(opts: OpsAppOptions): Hono {
   app.get('/api/roles', async (c) => {
     const q = rolesQuery.safeParse(c.req.query());
     if (!q.success) return c.json({ error: q.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') }, 400);
-    return c.json(await control.roles.list(q.data));
+    try {
+      const page = await control.roles.list(q.data);
+      // `truncated` for clients of the unpaginated answer; `continue` fetches the next page.
+      return c.json({ ...page, truncated: page.continue !== undefined });
+    } catch (err) {
+      if (err instanceof BadContinueToken) return c.json({ error: err.message }, 400);
+      throw err;
+    }
   });
   app.get('/api/roles/:namespace/:name', async (c) => {
     const entries = await control.roles.get(c.req.param('namespace'), c.req.param('name'));

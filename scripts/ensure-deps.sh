@@ -26,6 +26,8 @@ command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
 # The autoscaler's tests scrape a real Prometheus (Debian's package).
 command -v prometheus >/dev/null || [[ -n "${RIPPLE_NO_PROMETHEUS:-}" ]] || missing+=(prometheus)
+# The dashboard's browser tests drive Debian's Chromium headless (playwright-core, no browser download).
+command -v chromium >/dev/null || [[ -n "${RIPPLE_NO_BROWSER:-}" ]] || missing+=(chromium)
 for extra in ${RIPPLE_EXTRA_PACKAGES:-}; do command -v "$extra" >/dev/null || missing+=("$extra"); done
 if (( ${#missing[@]} > 0 )); then
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
