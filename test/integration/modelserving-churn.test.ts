@@ -3,7 +3,7 @@
 // once otherwise) and releases it when it has seen what it wants. Scenarios: 1 (a partition-protected
 // group rebuilt while its pod terminates), 3 (an HPA scaling through the scale subresource past the
 // generated-name length), 10 (a namespace being deleted under a live ModelServing).
-import type { V1Pod } from '@kubernetes/client-node';
+import { Watch, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
@@ -15,6 +15,7 @@ import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 import {
   IMAGE_A,
   IMAGE_B,
+  IMAGE_C,
   condition,
   createMs,
   getMs,
@@ -166,6 +167,54 @@ describe('ModelServing under churn (issue 13)', () => {
     expect(condition(failed, 'ConfigValid')?.status).toBe('False');
     expect(condition(failed, 'Available')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
     expect(condition(failed, 'Ready')?.status).toBe('False');
+  });
+
+  it('scenario 8: stacked role updates A -> B -> C keep currentRevision A and rebuild a lost protected instance from A', async () => {
+    const roles = (image: string) => [
+      { name: 'prefill', replicas: 4, workerReplicas: 0, image, partition: 2, maxUnavailable: 2 },
+      { name: 'decode', replicas: 1, workerReplicas: 0, image },
+    ];
+    await createMs(sb, msManifest('sr', sb.namespace, { replicas: 1, rolloutType: 'RoleRollingUpdate', roles: roles(IMAGE_A) }));
+    const a = (await waitConverged(sb, 'sr', { podsPerGroup: 5 })).ms.status?.updateRevision ?? '';
+    await patchMs(sb, 'sr', rolesPatch(roles(IMAGE_B)));
+    await waitConverged(sb, 'sr', {
+      podsPerGroup: 5,
+      extra: (_m, ps) => ps.filter((p) => imageOf(p) === IMAGE_B).length === 3,
+    });
+    // While the controller is down, the template moves on to C and protected instance prefill-0 is lost.
+    await ripple?.stop();
+    ripple = undefined;
+    await patchMs(sb, 'sr', rolesPatch(roles(IMAGE_C)));
+    await sb.core.deleteNamespacedPod({ name: 'sr-0-prefill-0-0', namespace: sb.namespace, gracePeriodSeconds: 0 });
+    await waitFor('prefill-0 gone', 30_000, async () => !(await listPods(sb, 'sr')).some((p) => p.metadata?.name === 'sr-0-prefill-0-0'));
+    // Every status the API server holds from now on is seen: a currentRevision that flipped to B even
+    // once would have a next lost protected instance rebuilt from B.
+    const seen: string[] = [];
+    const watch = await new Watch(sb.kc).watch(
+      `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${sb.namespace}/modelservings`,
+      { fieldSelector: 'metadata.name=sr' },
+      (_type: string, obj: { status?: { currentRevision?: string } }) => seen.push(obj.status?.currentRevision ?? ''),
+      () => undefined,
+    );
+    ripple = await startRipple(sb, modelServingFunctions());
+    const { ms, pods } = await waitConverged(sb, 'sr', {
+      podsPerGroup: 5,
+      extra: (_m, ps) => ps.filter((p) => imageOf(p) === IMAGE_C).length === 3,
+    });
+    watch.abort();
+    expect(ms.status?.currentRevision).toBe(a);
+    expect(seen.length).toBeGreaterThan(1);
+    expect([...new Set(seen)]).toEqual([a]);
+    const prefill0 = pods.find((p) => p.metadata?.name === 'sr-0-prefill-0-0') as V1Pod;
+    expect({ revision: revisionOf(prefill0), image: imageOf(prefill0) }).toEqual({ revision: a, image: IMAGE_A });
+    const images = Object.fromEntries(pods.map((p) => [p.metadata?.name, imageOf(p)]));
+    expect(images).toEqual({
+      'sr-0-prefill-0-0': IMAGE_A,
+      'sr-0-prefill-1-0': IMAGE_A,
+      'sr-0-prefill-2-0': IMAGE_C,
+      'sr-0-prefill-3-0': IMAGE_C,
+      'sr-0-decode-0-0': IMAGE_C,
+    });
   });
 
   it('scenario 3: an HPA scaling a 49-character ModelServing 9 -> 10 through /scale keeps it valid; past the limit it degrades, not fails', async () => {
