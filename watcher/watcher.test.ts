@@ -172,12 +172,32 @@ describe('Watcher.replayAll', () => {
     expect(enqueued.sort()).toEqual(['f:ns/a', 'f:ns/b', 'f:ns/c']);
   });
 
+  it('gives up an object whose key the queue refuses (after the bounded attempts) and replays the rest', async () => {
+    const enqueued: string[] = [];
+    const emitted: string[] = [];
+    let leader = false;
+    const { watcher, source } = harness([fn('f', {})], {
+      isLeader: () => leader,
+      delivery: { maxAttempts: 3 },
+      events: { emit: async (r) => void emitted.push(`${r.reason}:${r.involvedObject.name}`) },
+      enqueue: async (f, key) => {
+        if (key.includes(':')) throw new Error('Custom Id cannot contain :');
+        enqueued.push(`${f}:${key}`);
+      },
+    });
+    for (const name of ['a', 'system:b', 'c']) await source('configmaps').add(cm(name));
+    leader = true;
+    await expect(watcher.replayAll()).resolves.toBe(3);
+    expect(enqueued.sort()).toEqual(['f:ns/a', 'f:ns/c']);
+    expect(emitted).toEqual(['WatchEventDropped:system:b']);
+  });
+
   it('never rejects: it ends when leadership is lost, or when the watcher stops, while enqueue keeps failing', async () => {
     let leader = true;
     const { watcher, source } = harness([fn('f', {})], {
       isLeader: () => leader,
       enqueue: async () => {
-        throw new Error('redis down');
+        throw new Error('Connection is closed.'); // what ioredis says while Redis is down
       },
     });
     leader = false;

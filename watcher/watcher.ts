@@ -5,7 +5,7 @@ import type { EventSink } from '../runtime/events.js';
 import type { FunctionDefinition, MapContext, Trigger } from '../runtime/function.js';
 import type { Logger } from '../runtime/log.js';
 import { DEFAULT_RECONNECT, ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
-import type { DeliveryBufferOptions } from './delivery-buffer.js';
+import { DEFAULT_DELIVERY, type DeliveryBufferOptions } from './delivery-buffer.js';
 import type { WatchEvent } from './events.js';
 import { matchesLabels, parseLabelSelector } from './label-selector.js';
 import { ListWatch, type ListWatchOptions, type WatchHealth } from './list-watch.js';
@@ -145,14 +145,26 @@ export class Watcher {
 
   private async replayOne(group: WatchGroup, object: KubeObject): Promise<boolean> {
     const backoff = new ReconnectBackoff(this.opts.replayBackoff ?? DEFAULT_RECONNECT);
+    const maxAttempts = this.opts.delivery?.maxAttempts ?? DEFAULT_DELIVERY.maxAttempts;
+    let ownFailures = 0;
     for (;;) {
       if (this.stopped || !this.opts.isLeader()) return false;
+      const event: WatchEvent = { type: 'generic', object };
       try {
-        await this.dispatch(group.triggers, { type: 'generic', object });
+        await this.dispatch(group.triggers, event);
         return true;
       } catch (err) {
+        const context = { resource: resourceId(group.resource), key: storeKey(object), err: String(err) };
+        // A key the queue refuses (not Redis being down) would stall the whole takeover: give it up
+        // after the bounded attempts, as the watch's delivery does, and go on with the next object.
+        if (!isTransientSinkError(err) && ++ownFailures >= maxAttempts) {
+          this.opts.metrics?.deadLetters.inc({ resource: context.resource });
+          this.opts.log.error({ ...context, attempts: ownFailures }, 'replay: gave up an object whose key failed on its own repeatedly (dead-lettered)');
+          await this.reportDeadLetter(group.resource, event, err, ownFailures).catch((e: unknown) => this.opts.log.error({ ...context, err: String(e) }, 'could not report a dead-lettered watch event'));
+          return true;
+        }
         const delay = backoff.next(Date.now());
-        this.opts.log.warn({ resource: resourceId(group.resource), key: storeKey(object), err: String(err), retryInMs: Math.round(delay) }, 'replay: could not enqueue; retrying');
+        this.opts.log.warn({ ...context, retryInMs: Math.round(delay) }, 'replay: could not enqueue; retrying');
         await this.sleep(delay);
       }
     }
