@@ -21,6 +21,7 @@ import { withPrometheusSecrets, type PrometheusSecrets } from './config/stored-s
 import { refreshConfig } from './config-store.js';
 import { FUNCTION_NAME } from './keys.js';
 import { mapBounded } from './bounded.js';
+import { listPerNamespace } from './per-namespace.js';
 import { prometheusClient, type PrometheusClient } from './prometheus/client.js';
 import { collectGroupInputs } from './prometheus/collect.js';
 import { selectActiveVariants, type VariantCandidate } from './saturation/active-variants.js';
@@ -101,15 +102,10 @@ export async function runCycle(ctx: HandlerContext): Promise<{ requeueAfterMs: n
   // cannot be listed leaves its VAs out of this cycle (their last decisions stand) instead of
   // aborting the cycle for every model (issue 14 scenario 9).
   const namespaces = [...new Set(valid.map((v) => v.metadata.namespace ?? ''))].sort();
+  const listed = await listPerNamespace(namespaces, async (namespace) => (await apps.listNamespacedDeployment({ namespace })).items);
   const deployments = new Map<string, V1Deployment>();
-  const unreadable = new Map<string, string>();
-  for (const ns of namespaces) {
-    try {
-      for (const d of (await apps.listNamespacedDeployment({ namespace: ns })).items) deployments.set(`${ns}/${d.metadata?.name ?? ''}`, d);
-    } catch (err) {
-      unreadable.set(ns, errorText(err));
-    }
-  }
+  for (const [ns, items] of listed.items) for (const d of items) deployments.set(`${ns}/${d.metadata?.name ?? ''}`, d);
+  const unreadable = new Map<string, string>(listed.failed);
   const previous = await readAllDecisions(ctx.redis, ctx.prefix);
   const candidates: VariantCandidate[] = valid
     .filter((va) => !unreadable.has(va.metadata.namespace ?? ''))
