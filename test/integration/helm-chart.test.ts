@@ -247,6 +247,12 @@ describe('charts/ripple', () => {
       expect(fns).toHaveLength(FUNCTIONS.length);
       // The functions and their identities live in OpenFaaS's namespace; the autoscaler's grant stays home.
       for (const o of objects.filter((x) => x.kind === 'Function' || (x.kind === 'ServiceAccount' && x.metadata.name.includes('-worker-')))) expect(o.metadata.namespace, o.metadata.name).toBe(fnNamespace);
+      // The dispatcher sends the token the functions expect: one generated value, in both namespaces.
+      const secrets = objects.filter((o) => o.kind === 'Secret' && o.metadata.name === 'ripple-function-token');
+      const values = secrets.map((o) => Object.values(z.object({ data: z.record(z.string(), z.string()) }).passthrough().parse(o).data));
+      expect(secrets.map((o) => o.metadata.namespace).sort()).toEqual([sb.namespace, fnNamespace].sort());
+      expect(values[0]).toHaveLength(1);
+      expect(values[1]).toEqual(values[0]);
     }
   });
 

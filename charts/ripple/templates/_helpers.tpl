@@ -107,6 +107,18 @@ A token Secret's value: the one given, else the one already in the cluster (so u
 {{- end }}
 
 {{/*
+The function token, generated or looked up once per render: the dispatcher's Secret and the copy OpenFaaS
+mounts (another template, another namespace) must hold the same value. Helm hands every template the same
+values map, so the first call stores it there.
+*/}}
+{{- define "ripple.functionToken" -}}
+{{- if not (hasKey .Values.functionToken "resolved") }}
+{{- $_ := set .Values.functionToken "resolved" (include "ripple.tokenValue" (dict "root" . "name" (printf "%s-function-token" (include "ripple.fullname" .)) "value" .Values.functionToken.value)) }}
+{{- end }}
+{{- .Values.functionToken.resolved }}
+{{- end }}
+
+{{/*
 Checks across values that a JSON schema cannot say clearly; each message says what to set.
 */}}
 {{- define "ripple.validate" -}}
@@ -119,6 +131,9 @@ Checks across values that a JSON schema cannot say clearly; each message says wh
 {{- end }}
 {{- if and .Values.keda.enabled (ne .Values.mode "scaled") }}
 {{- fail "keda.enabled scales the worker Deployments, which only mode=scaled has: set mode=scaled or keda.enabled=false" }}
+{{- end }}
+{{- if and (eq .Values.mode "serverless") (eq .Values.serverless.platform "openfaas") .Values.functionToken.existingSecret }}
+{{- fail "serverless.platform=openfaas: the functions run in another namespace and cannot read functionToken.existingSecret; give functionToken.value (or functionToken.generate=true)" }}
 {{- end }}
 {{- if and (eq .Values.mode "serverless") (eq .Values.serverless.platform "openfaas") .Values.redis.existingSecret }}
 {{- fail "serverless.platform=openfaas: the functions run in another namespace and cannot read redis.existingSecret; give redis.url (or redis.deploy=true)" }}
