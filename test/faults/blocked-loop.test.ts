@@ -4,7 +4,7 @@ import { expectClean, FaultCase } from './harness/fault-case.js';
 import { RedisProcess } from './harness/redis-process.js';
 
 // A handler that blocks its event loop (CPU-bound or synchronous work) for 3 s, past both its 1 s lease
-// and its 1.5 s deadline, then works on 2 s more before committing. Before fencing the deadline released
+// and its 1.5 s deadline, then works on 3 s more before committing. Before fencing the deadline released
 // the key on purpose while the abandoned handler ran on, and its late effect landed beside the retry's.
 let redis: RedisProcess | undefined;
 let c: FaultCase | undefined;
@@ -28,7 +28,7 @@ describe('fault: handler blocks its event loop past the deadline', () => {
       WORK_MS: '20',
       SLOW_KEY: slowKey,
       SLOW_BLOCK_MS: '3000',
-      SLOW_ASYNC_MS: '2000',
+      SLOW_ASYNC_MS: '3000',
     };
     for (let i = 0; i < 3; i++) await c.startWorker(env);
 

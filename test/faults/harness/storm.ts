@@ -93,6 +93,28 @@ export async function leftovers(redis: Redis, queue: WorkQueue): Promise<Record<
   return out;
 }
 
+/** What the leaked entries are, for the failure message: each non-empty structure and the state of the jobs it names. */
+async function leftoverDetail(redis: Redis, queue: WorkQueue): Promise<Record<string, unknown>> {
+  const k = queue.keys;
+  const pending = await redis.hgetall(k.pending);
+  const active = await redis.hgetall(k.active);
+  const jobs: Record<string, string> = {};
+  for (const id of [...Object.values(pending), ...Object.values(active).map((v) => v.slice(v.indexOf('|') + 1))]) {
+    jobs[id] = await queue.bull.getJobState(id);
+  }
+  return {
+    pending,
+    pendingSince: await redis.hgetall(k.pendingSince),
+    due: await redis.zrange(k.due, 0, -1, 'WITHSCORES'),
+    active,
+    dirty: await redis.zrange(k.dirty, 0, -1, 'WITHSCORES'),
+    failures: await redis.hgetall(k.failures),
+    leases: await redis.zrange(k.leases, 0, -1, 'WITHSCORES'),
+    jobs,
+    now: await redis.time(),
+  };
+}
+
 export interface CaseReport extends HistoryReport {
   case: string;
   events: number;
@@ -133,6 +155,6 @@ export async function drainAndCheck(opts: {
   const rank = { overlap: 0, lost: 1, 'token-order': 2 } as const;
   const worst = [...violations].sort((a, b) => rank[a.kind] - rank[b.kind]).slice(0, 10);
   if (violations.length > 0) console.log(`faults: ${opts.name} violations (first 10): ${JSON.stringify(worst)}`);
-  if (report.leakedKeys > 0) console.log(`faults: ${opts.name} leftovers: ${JSON.stringify(left)}`);
+  if (report.leakedKeys > 0) console.log(`faults: ${opts.name} leftovers: ${JSON.stringify(left)} ${JSON.stringify(await leftoverDetail(opts.redis, opts.queue))}`);
   return report;
 }
