@@ -206,7 +206,8 @@ beforeAll(async () => {
   if (installedCrds.length) ok(kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...installedCrds.map((n) => `crd/${n}`)]), 'CRDs established');
 });
 afterAll(async () => {
-  for (const name of installedCrds) kubectl(['delete', 'crd', name, '--wait=false']);
+  // Waited for: a CRD still terminating would look installed to the next file's check, then vanish under it.
+  if (installedCrds.length) kubectl(['delete', 'crd', ...installedCrds, '--wait=true', '--timeout=60s']);
   kubectl(['delete', 'namespace', fnNamespace, '--wait=false']);
   await sb?.cleanup();
   if (work) rmSync(work, { recursive: true, force: true });
@@ -342,6 +343,30 @@ describe('charts/ripple', () => {
     for (const line of r.stdout.trim().split('\n')) expect(line).toMatch(/^customresourcedefinition\.apiextensions\.k8s\.io\/\S+ serverside-applied \(server dry run\)$/);
   });
 
+  it('helm template of the scaled mode matches the kustomize scaled overlay', () => {
+    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', ...MODES['scaled with KEDA and a ServiceMonitor']!]), 'helm template'));
+    expectLikeOverlay(mine, 'scaled', {
+      rename: (n) => n,
+      onlyTheirs: ['Namespace/ripple-system'],
+      // The overlay leaves the Redis URL and the ops token to the operator; the ServiceMonitor is the chart's.
+      onlyMine: ['Secret/ripple-ops-token', 'Secret/ripple-redis', 'ServiceMonitor/ripple-ops'],
+    });
+  });
+
+  it('helm template of the serverless mode matches the kustomize serverless overlay, but for the function names', () => {
+    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', '--set', 'mode=serverless', '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379']), 'helm template'));
+    // The chart names Knative Services `<fullname>-<function>` (two releases must not collide); the
+    // overlay names them after the function. The dispatcher's URLs follow the names.
+    const fnNames = new RegExp(`(^|=http://)ripple-(${FUNCTIONS.join('|')})(?=$|\\.)`);
+    expectLikeOverlay(mine, 'serverless', {
+      rename: (n) => n.replace(fnNames, '$1$2'),
+      onlyTheirs: ['Namespace/ripple-system'],
+      onlyMine: ['Secret/ripple-function-token', 'Secret/ripple-ops-token', 'Secret/ripple-redis'],
+      // The chart states the dispatcher's call timeout (the overlay relies on Ripple's default, the same value).
+      extraEnv: { 'Deployment/ripple-dispatcher': { RIPPLE_DISPATCH_TIMEOUT_MS: '300000' } },
+    });
+  });
+
   describe('a real release on the sandbox', () => {
     const release = `hc-${Math.random().toString(36).slice(2, 8)}`;
     const full = `${release}-ripple`;
@@ -379,42 +404,16 @@ describe('charts/ripple', () => {
     });
 
     it("the release's objects match what the kustomize all-in-one overlay creates", () => {
-      const kustomize = parseObjects(ok(run(kubectlBin, ['kustomize', path.join(root, 'infra', 'deploy', 'overlays', 'all-in-one')]), 'kustomize'));
-      const mine = new Map(manifest.map((o) => [key(o), o]));
-      const theirs = new Map(kustomize.map((o) => [key(o), o]));
-      // The only differences: Helm installs into an existing namespace, and the chart generates the ops
-      // token Secret the overlay leaves to the operator.
-      expect([...theirs.keys()].filter((k) => !mine.has(k))).toEqual(['Namespace/ripple-system']);
-      expect([...mine.keys()].filter((k) => !theirs.has(k))).toEqual(['Secret/ripple-ops-token']);
-      const normalNames = (v: unknown): unknown =>
-        typeof v === 'string' ? normal(v) : Array.isArray(v) ? v.map(normalNames) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'namespace').map(([k, x]) => [k, normalNames(x)])) : v;
-      const field = (o: K8sObject | undefined, f: string) => normalNames((o as Record<string, unknown> | undefined)?.[f]);
-      for (const [k, o] of theirs) {
-        if (k === 'Namespace/ripple-system') continue;
-        const m = mine.get(k);
-        // RBAC: the same rules, and bindings of the same accounts to the same roles.
-        // The watcher's Role names the Lease after config.prefix, which this release sets.
-        const renamePrefix = (v: unknown) => (k === 'Role/ripple-watcher' ? JSON.parse(JSON.stringify(v).replaceAll('"ripple-watcher"', `"${sb.prefix}-watcher"`)) as unknown : v);
-        for (const f of ['rules', 'roleRef', 'subjects']) expect(field(m, f), `${k} ${f}`).toEqual(f === 'rules' ? renamePrefix(field(o, f)) : field(o, f));
-        if (o.kind === 'ConfigMap') expect(field(m, 'data'), k).toEqual({ ...(field(o, 'data') as object), RIPPLE_WATCH_NAMESPACE: sb.namespace, RIPPLE_PREFIX: sb.prefix });
-        if (o.kind === 'Secret') expect(Object.keys(z.object({ stringData: z.record(z.string(), z.string()) }).passthrough().parse(m).stringData), k).toEqual(['url']);
-        if (o.kind === 'Service') expect(z.object({ spec: z.object({ ports: z.unknown() }).passthrough() }).parse(m).spec.ports, k).toEqual(z.object({ spec: z.object({ ports: z.unknown() }).passthrough() }).parse(o).spec.ports);
-        if (o.kind === 'Deployment') {
-          const a = deploymentSchema.parse(m).spec;
-          const b = deploymentSchema.parse(o).spec;
-          expect(a.replicas, k).toBe(b.replicas);
-          // The pod spec, container by container: args, env, ports, probes, resources, security, volumes.
-          const strip = (s: typeof a.template.spec) => normalNames({ ...s, containers: s.containers.map(({ image: _i, imagePullPolicy: _p, ...c }) => c) });
-          expect(strip(a.template.spec), k).toEqual(strip(b.template.spec));
-        }
-        // Every Service selects the pods of the workload it fronts.
-        if (o.kind === 'Service') {
-          const selector = z.object({ spec: z.object({ selector: z.record(z.string(), z.string()) }).passthrough() }).parse(m).spec.selector;
-          const podLabels = (d: K8sObject) => z.object({ spec: z.object({ template: z.object({ metadata: z.object({ labels: z.record(z.string(), z.string()) }) }) }) }).parse(d).spec.template.metadata.labels;
-          const target = manifest.find((d) => d.kind === 'Deployment' && Object.entries(selector).every(([l, v]) => podLabels(d)[l] === v));
-          expect(target, `${k} selects a Deployment`).toBeDefined();
-        }
-      }
+      expectLikeOverlay(manifest, 'all-in-one', {
+        rename: normal,
+        // Helm installs into an existing namespace, and the chart generates the ops token Secret the
+        // overlay leaves to the operator.
+        onlyTheirs: ['Namespace/ripple-system'],
+        onlyMine: ['Secret/ripple-ops-token'],
+        // This release sets the prefix (the watcher's Role names its Lease after it) and the watch namespace.
+        configData: { RIPPLE_WATCH_NAMESPACE: sb.namespace, RIPPLE_PREFIX: sb.prefix },
+        lease: `${sb.prefix}-watcher`,
+      });
     });
 
     it("the release's process, run from the checkout under the release's ServiceAccount, becomes ready and accepts the generated ops token", async () => {
@@ -521,6 +520,82 @@ describe('charts/ripple', () => {
     }
   });
 });
+
+interface OverlayDifferences {
+  /** Maps the chart's names (and any string naming them, such as a URL) to the overlay's. */
+  rename: (name: string) => string;
+  onlyTheirs: string[];
+  onlyMine: string[];
+  /** ConfigMap keys the chart sets beyond the overlay's. */
+  configData?: Record<string, string>;
+  /** The Lease name the watcher's Role names, when not the overlay's `ripple-watcher`. */
+  lease?: string;
+  /** Environment variables (name → value) a container of the chart has beyond the overlay's. */
+  extraEnv?: Record<string, Record<string, string>>;
+}
+
+/**
+ * The chart's objects against `kubectl kustomize infra/deploy/overlays/<overlay>`: the same kinds and names
+ * (after `rename`), the same RBAC rules and bindings, ConfigMap, Service ports, PodDisruptionBudget,
+ * ScaledObject specs, and pod specs (args, env, ports, probes, resources, security, volumes; not images,
+ * whose tag is a value, nor labels, which the chart sets the Helm way).
+ */
+function expectLikeOverlay(mineObjects: K8sObject[], overlay: string, d: OverlayDifferences): void {
+  const theirsObjects = parseObjects(ok(run(kubectlBin, ['kustomize', path.join(root, 'infra', 'deploy', 'overlays', overlay)]), `kustomize ${overlay}`));
+  const key = (o: K8sObject, mine: boolean) => `${o.kind}/${mine ? d.rename(o.metadata.name) : o.metadata.name}`;
+  const mine = new Map(mineObjects.map((o) => [key(o, true), o]));
+  const theirs = new Map(theirsObjects.map((o) => [key(o, false), o]));
+  expect([...theirs.keys()].filter((k) => !mine.has(k)).sort(), `${overlay}: only in the overlay`).toEqual([...d.onlyTheirs].sort());
+  expect([...mine.keys()].filter((k) => !theirs.has(k)).sort(), `${overlay}: only in the chart`).toEqual([...d.onlyMine].sort());
+  // Namespaces differ by design (the release's; kustomize's `namespace:`); names go through `rename`.
+  const normalise = (v: unknown, mineSide: boolean): unknown =>
+    typeof v === 'string'
+      ? mineSide
+        ? d.rename(v)
+        : v
+      : Array.isArray(v)
+        ? v.map((x) => normalise(x, mineSide))
+        : v && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'namespace').map(([k, x]) => [k, normalise(x, mineSide)]))
+          : v;
+  const field = (o: K8sObject | undefined, path: string[], mineSide: boolean) => normalise(path.reduce<unknown>((v, p) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[p] : undefined), o), mineSide);
+  const strip = (spec: unknown, k: string, mineSide: boolean): unknown => {
+    const pod = z.object({ containers: z.array(z.object({ env: z.array(envVarSchema).optional() }).passthrough()) }).passthrough().parse(spec);
+    const extra = mineSide ? (d.extraEnv?.[k] ?? {}) : {};
+    for (const [name, value] of Object.entries(extra)) expect(pod.containers[0]!.env?.find((e) => e.name === name)?.value, `${k} ${name}`).toBe(value);
+    const containers = pod.containers.map(({ image: _i, imagePullPolicy: _p, ...c }) => ({ ...c, ...(c.env ? { env: c.env.filter((e) => !(e.name in extra)) } : {}) }));
+    return normalise({ ...pod, containers }, mineSide);
+  };
+  for (const [k, o] of theirs) {
+    const m = mine.get(k);
+    if (!m) continue;
+    // RBAC: the same rules, and bindings of the same accounts to the same roles.
+    const lease = (v: unknown) => (k === 'Role/ripple-watcher' && d.lease ? (JSON.parse(JSON.stringify(v).replaceAll('"ripple-watcher"', `"${d.lease}"`)) as unknown) : v);
+    expect(field(m, ['rules'], true), `${k} rules`).toEqual(lease(field(o, ['rules'], false)));
+    for (const f of ['roleRef', 'subjects']) expect(field(m, [f], true), `${k} ${f}`).toEqual(field(o, [f], false));
+    if (o.kind === 'ConfigMap') expect(field(m, ['data'], true), k).toEqual({ ...(field(o, ['data'], false) as object), ...d.configData });
+    if (o.kind === 'Secret') expect(Object.keys(z.object({ stringData: z.record(z.string(), z.string()) }).passthrough().parse(m).stringData), k).toEqual(['url']);
+    if (o.kind === 'Service' && o.apiVersion === 'v1') expect(field(m, ['spec', 'ports'], true), k).toEqual(field(o, ['spec', 'ports'], false));
+    if (o.kind === 'PodDisruptionBudget') expect(field(m, ['spec', 'maxUnavailable'], true), k).toEqual(field(o, ['spec', 'maxUnavailable'], false));
+    if (o.kind === 'ScaledObject') expect(field(m, ['spec'], true), k).toEqual(field(o, ['spec'], false));
+    if (o.kind === 'Deployment') {
+      expect(field(m, ['spec', 'replicas'], true), k).toEqual(field(o, ['spec', 'replicas'], false));
+      expect(strip(field(m, ['spec', 'template', 'spec'], true), k, true), k).toEqual(strip(field(o, ['spec', 'template', 'spec'], false), k, false));
+    }
+    if (o.apiVersion === 'serving.knative.dev/v1') {
+      expect(strip(field(m, ['spec', 'template', 'spec'], true), k, true), k).toEqual(strip(field(o, ['spec', 'template', 'spec'], false), k, false));
+      expect(field(m, ['spec', 'template', 'metadata', 'annotations'], true), k).toMatchObject(field(o, ['spec', 'template', 'metadata', 'annotations'], false) as object);
+      expect(field(m, ['metadata', 'labels'], true), k).toMatchObject({ 'networking.knative.dev/visibility': 'cluster-local' });
+    }
+    // Every Service selects the pods of the workload it fronts.
+    if (o.kind === 'Service' && o.apiVersion === 'v1') {
+      const selector = z.object({ spec: z.object({ selector: z.record(z.string(), z.string()) }).passthrough() }).parse(m).spec.selector;
+      const podLabels = (x: K8sObject) => z.object({ spec: z.object({ template: z.object({ metadata: z.object({ labels: z.record(z.string(), z.string()) }) }) }) }).parse(x).spec.template.metadata.labels;
+      const target = mineObjects.find((x) => x.kind === 'Deployment' && Object.entries(selector).every(([l, v]) => podLabels(x)[l] === v));
+      expect(target, `${k} selects a Deployment`).toBeDefined();
+    }
+  }
+}
 
 /** Whatever in the namespace still carries the release's label. */
 function leftOf(namespace: string, release: string): string {
