@@ -10,6 +10,7 @@ import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { definition as emitEventsDefinition } from '../../functions/emit-events/definition.js';
 import { RECONCILE_MODELSERVING, definition as modelServingDefinition } from '../../functions/reconcile-modelserving/definition.js';
+import { readRoleStatus } from '../../functions/reconcile-modelserving/role-store.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 import {
@@ -168,6 +169,63 @@ describe('ModelServing under churn (issue 13)', () => {
     expect(condition(failed, 'Available')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
     expect(condition(failed, 'Ready')?.status).toBe('False');
   });
+
+  it('scenario 7: a pod that restarted once and recovered is not recreated on a later readiness blip; a new restart recreates it', async () => {
+    await createMs(sb, msManifest('rs', sb.namespace, { replicas: 1, roles: one(IMAGE_A) }));
+    const first = await waitConverged(sb, 'rs', { podsPerGroup: 1 });
+    const pod = first.pods[0] as V1Pod;
+    const name = pod.metadata?.name ?? '';
+    const uid = pod.metadata?.uid ?? '';
+    // KWOK leaves a Running pod's status alone, so the test plays the kubelet.
+    const setStatus = async (ready: boolean, restarts: number) => {
+      const now = new Date().toISOString();
+      const c = (type: string, ok: boolean) => ({ type, status: ok ? 'True' : 'False', lastTransitionTime: now });
+      await kubeRequest(sb.kc, `${objectPath(Resources.pod, sb.namespace, name)}/status`, {
+        method: 'PATCH',
+        contentType: 'application/merge-patch+json',
+        body: {
+          status: {
+            conditions: [c('PodScheduled', true), c('Initialized', true), c('Ready', ready), c('ContainersReady', ready)],
+            containerStatuses: [{ name: 'main', image: IMAGE_A, imageID: '', ready, started: true, restartCount: restarts, state: { running: { startedAt: now } } }],
+          },
+        },
+      });
+    };
+    const deletions: string[] = [];
+    const w = await new Watch(sb.kc).watch(
+      `/api/v1/namespaces/${sb.namespace}/pods`,
+      { fieldSelector: `metadata.name=${name}` },
+      (type: string, p: V1Pod) => {
+        if (type === 'DELETED' || p.metadata?.deletionTimestamp) deletions.push(p.metadata?.uid ?? '');
+      },
+      () => undefined,
+    );
+    try {
+      // It restarted once and is Running and Ready again: remembered for this pod UID.
+      await setStatus(true, 1);
+      await waitFor('the restart to be remembered', 60_000, async () => {
+        const [entry] = await readRoleStatus(sb.redis, sb.prefix, sb.namespace, 'rs');
+        return entry?.snapshot.roles['rs-0/main-0']?.restarts?.[uid] === 1;
+      }, 250);
+      // A readiness blip, no new restart: the reconcile that sees it (status says the group is not
+      // available) must not delete the pod.
+      await setStatus(false, 1);
+      await waitFor('status to see the blip', 60_000, async () => (await getMs(sb, 'rs'))?.status?.availableReplicas === 0, 250);
+      const during = (await listPods(sb, 'rs')).find((p) => p.metadata?.name === name);
+      expect(during?.metadata?.uid).toBe(uid);
+      expect(deletions).toEqual([]);
+      await setStatus(true, 1);
+      await waitConverged(sb, 'rs', { podsPerGroup: 1 });
+      expect(deletions).toEqual([]);
+      // A new crash (restart 2, not ready): the role is recreated (RoleRecreate, grace 0).
+      await setStatus(false, 2);
+      const replaced = await waitConverged(sb, 'rs', { podsPerGroup: 1, extra: (_m, ps) => ps[0]?.metadata?.uid !== uid });
+      expect(replaced.pods[0]?.metadata?.name).toBe(name);
+      expect(deletions).toContain(uid);
+    } finally {
+      w.abort();
+    }
+  }, 180_000);
 
   it('scenario 8: stacked role updates A -> B -> C keep currentRevision A and rebuild a lost protected instance from A', async () => {
     const roles = (image: string) => [
