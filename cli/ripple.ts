@@ -8,6 +8,8 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { allFunctions } from '../functions/index.js';
+import { runWebhookCommand } from './webhook.js';
+import { CLIENT_COMMANDS, CLIENT_USAGE, runClientCommand } from './ops-client.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { livenessProblems, readinessProblems, type HealthSources } from '../ops/health.js';
 import { registerHealthMetrics } from '../ops/health-metrics.js';
@@ -40,6 +42,7 @@ const USAGE = `usage: ripple <${MODES.join('|')}> [options]     (mode also from 
   worker     run handlers for --functions (default: all), and/or dispatch --dispatch functions over HTTP
   ops        the ops server alone: dashboard, manual resync, queue metrics, role datastore
   serve      one function (--function NAME) as an HTTP service on PORT (default 8080): Knative, OpenFaaS
+  webhook    admission webhooks over HTTPS, registered on the cluster (ripple webhook --help)
 
 Cluster (default: the local sandbox, never your current kube-context):
   --sandbox               build/start the local control plane and Redis, stop them on exit (default)
@@ -56,7 +59,9 @@ Other:
   --definitions MODULE    run the functions a module exports (\`definitions(env)\`) instead of the built-in ones
 
 Security: state-changing ops routes need RIPPLE_OPS_TOKEN (Bearer); without it they answer 403.
-RIPPLE_FUNCTION_TOKEN is required by \`serve\` (unless RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true) and sent by the dispatcher.`;
+RIPPLE_FUNCTION_TOKEN is required by \`serve\` (unless RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true) and sent by the dispatcher.
+
+${CLIENT_USAGE}`;
 
 const definitionShape = z.object({
   name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'function names are lowercase letters, digits and dashes'),
@@ -76,6 +81,14 @@ async function loadDefinitions(modulePath: string): Promise<FunctionDefinition[]
 }
 
 async function main(): Promise<void> {
+  // status, roles, resync: a client of a running ops server, with options of its own; it starts nothing.
+  const first = process.argv[2];
+  if (first && (CLIENT_COMMANDS as readonly string[]).includes(first)) {
+    console.log(await runClientCommand(process.argv.slice(2)));
+    return;
+  }
+  // webhook: the admission webhook server, with options of its own (cli/webhook.ts); no Redis, no queues.
+  if (process.argv[2] === 'webhook') return runWebhookCommand(process.argv.slice(3));
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
@@ -242,7 +255,19 @@ async function main(): Promise<void> {
     };
     const control =
       mode === 'all' || mode === 'ops'
-        ? { host, token: config.RIPPLE_OPS_TOKEN, roles: modelServingRoleStatusReader(host.redis, host.prefix), log }
+        ? {
+            host,
+            token: config.RIPPLE_OPS_TOKEN,
+            roles: modelServingRoleStatusReader(host.redis, host.prefix),
+            log,
+            // What `ripple status` shows of this process besides the queues.
+            process: {
+              mode,
+              watches: watcher ? () => watcher!.health() : undefined,
+              leader: elector ? { lease: `${config.RIPPLE_PREFIX}-watcher`, isLeader: () => elector!.isLeader() } : undefined,
+              workers: mode === 'all' ? { functions: inProcess ?? host.functions.map((f) => f.name), running: () => host.workersRunning() } : undefined,
+            },
+          }
         : undefined;
     // What the alert rules (infra/alerts/) read: Redis, watches, leadership, and the objects' phases.
     const leaseName = `${config.RIPPLE_PREFIX}-watcher`;

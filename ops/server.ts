@@ -12,6 +12,7 @@ import { ADMIN_DASHBOARD_PATH, DASHBOARD_PATH, mountDashboards } from './dashboa
 import { jobCounts, registerJobCounts } from './queue-counts.js';
 import { resyncRoutes, type ResyncHost } from './resync.js';
 import { BadContinueToken } from './scan-page.js';
+import { opsStatus, type ProcessStatus } from './status.js';
 import type { RoleStatusReader } from './role-status.js';
 
 /** What the full ops surface needs of the function host. */
@@ -23,6 +24,8 @@ export interface OpsControl {
   token: string | undefined;
   roles: RoleStatusReader;
   log: Logger;
+  /** This process's watches, Lease and workers for `GET /api/status` (`ripple status`). */
+  process?: ProcessStatus;
 }
 
 export interface OpsAppOptions {
@@ -81,6 +84,7 @@ export function opsApp(opts: OpsAppOptions): Hono {
         health: ['/healthz', '/readyz'],
         metrics: '/metrics',
         queues: '/api/queues',
+        status: '/api/status',
         roles: ['/api/roles', '/api/roles/:namespace/:name'],
         dashboard: DASHBOARD_PATH,
         adminDashboard: `${ADMIN_DASHBOARD_PATH} (token)`,
@@ -101,6 +105,8 @@ export function opsApp(opts: OpsAppOptions): Hono {
       }),
     });
   });
+
+  app.get('/api/status', async (c) => c.json(await opsStatus(control.host.allQueues(), control.process ?? {})));
 
   app.get('/api/roles', async (c) => {
     const q = rolesQuery.safeParse(c.req.query());
