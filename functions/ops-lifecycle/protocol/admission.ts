@@ -140,3 +140,23 @@ function dropOrphanPermissions(out: Record<string, string>): void {
     if (k.startsWith(prefix) && !liveTypes.has(k.slice(prefix.length))) delete out[k];
   }
 }
+
+/**
+ * The undo half of kuperator's webhook, for a write made by someone else: every ID carrying
+ * `undo-operation-type` loses all its labels in that same write, and a permission label no remaining ID needs
+ * goes with them. A Go client's BeginWithCleaningOld (Undo, then Begin in the next update) then begins on a clean
+ * ID; without it the undo label would still be there at Begin, and the reconciler would strip the new round too.
+ * Only undo is done here: everything that depends on the Pod's traffic (operate) stays the reconciler's.
+ */
+export function admitUndo(labels: Readonly<Record<string, string>>): Record<string, string> {
+  const { ids } = idToLabelsMapLenient(labels);
+  const out: Record<string, string> = { ...labels };
+  let undone = false;
+  for (const [id, l] of ids) {
+    if (stageOf(l) !== 'undoing') continue;
+    removeId(out, id);
+    undone = true;
+  }
+  if (undone) dropOrphanPermissions(out);
+  return out;
+}

@@ -1,0 +1,37 @@
+import type { AdmissionDecision, AdmissionRequest } from './admission-review.js';
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist'; values?: string[] }>;
+}
+
+export interface RuleWithOperations {
+  operations: Array<'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT' | '*'>;
+  apiGroups: string[];
+  apiVersions: string[];
+  /** e.g. `pods`, `pods/status` */
+  resources: string[];
+  scope?: 'Namespaced' | 'Cluster' | '*';
+}
+
+/**
+ * A mutating admission webhook as a function: what the API server sends it (rules, selectors), how the API
+ * server treats its failures, and the pure decision. The runtime serves it over HTTPS at `/<path>` and registers
+ * it by URL with the CA bundle.
+ */
+export interface AdmissionWebhookDefinition {
+  /** The webhook's name in the configuration: a fully qualified name, e.g. `pod-gate.ops-lifecycle.ripple.dev`. */
+  name: string;
+  /** URL path it is served at, without the leading slash. */
+  path: string;
+  rules: RuleWithOperations[];
+  objectSelector?: LabelSelector;
+  namespaceSelector?: LabelSelector;
+  /** Fail: the write is refused while the webhook is unreachable. Ignore: it goes through unmutated. */
+  failurePolicy: 'Fail' | 'Ignore';
+  /** 1–30 s; the API server gives up after it (and applies failurePolicy). */
+  timeoutSeconds: number;
+  reinvocationPolicy?: 'Never' | 'IfNeeded';
+  /** Pure: no I/O, so it answers within the timeout and is the same on every replica. */
+  admit(request: AdmissionRequest, now: Date): AdmissionDecision;
+}
