@@ -99,11 +99,27 @@ export class SentinelCluster {
   async failover(): Promise<{ from: number; to: number }> {
     const from = await this.primaryPort();
     await this.withSentinel(0, (s) => s.call('SENTINEL', 'FAILOVER', MASTER_NAME));
-    const to = await waitFor('the Sentinels to promote the replica', 30_000, async () => {
+    return { from, to: await this.newPrimary(from) };
+  }
+
+  /**
+   * `kill -9` of the primary: the Sentinels see it down (1 s), agree (quorum 2) and promote the replica;
+   * then the old primary is started again from its AOF and rejoins as a replica of the new one.
+   */
+  async killPrimary(): Promise<{ from: number; to: number }> {
+    const from = await this.primaryPort();
+    const old = from === this.primary.port ? this.primary : this.replica;
+    await old.kill9();
+    const to = await this.newPrimary(from);
+    await old.restart();
+    return { from, to };
+  }
+
+  private async newPrimary(from: number): Promise<number> {
+    return waitFor('the Sentinels to promote the replica', 60_000, async () => {
       const port = await this.primaryPort().catch(() => from);
       return port !== from ? port : undefined;
     }, 100);
-    return { from, to };
   }
 
   private async withSentinel<T>(i: number, fn: (s: Redis) => Promise<T>): Promise<T> {
