@@ -9,7 +9,6 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { allFunctions } from '../functions/index.js';
 import { runWebhookCommand } from './webhook.js';
-import { runWebhookCommand } from './webhook.js';
 import { CLIENT_COMMANDS, CLIENT_USAGE, runClientCommand } from './ops-client.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { livenessProblems, readinessProblems, type HealthSources } from '../ops/health.js';
@@ -43,7 +42,6 @@ const USAGE = `usage: ripple <${MODES.join('|')}> [options]     (mode also from 
   worker     run handlers for --functions (default: all), and/or dispatch --dispatch functions over HTTP
   ops        the ops server alone: dashboard, manual resync, queue metrics, role datastore
   serve      one function (--function NAME) as an HTTP service on PORT (default 8080): Knative, OpenFaaS
-  webhook    admission webhooks over HTTPS, registered on the cluster (ripple webhook --help)
   webhook    admission webhooks over HTTPS, registered on the cluster (ripple webhook --help)
 
 Cluster (default: the local sandbox, never your current kube-context):
@@ -89,8 +87,6 @@ async function main(): Promise<void> {
     console.log(await runClientCommand(process.argv.slice(2)));
     return;
   }
-  // webhook: the admission webhook server, with options of its own (cli/webhook.ts); no Redis, no queues.
-  if (process.argv[2] === 'webhook') return runWebhookCommand(process.argv.slice(3));
   // webhook: the admission webhook server, with options of its own (cli/webhook.ts); no Redis, no queues.
   if (process.argv[2] === 'webhook') return runWebhookCommand(process.argv.slice(3));
   const { values, positionals } = parseArgs({
