@@ -25,6 +25,7 @@ import { listPerNamespace } from './per-namespace.js';
 import { prometheusClient, type PrometheusClient } from './prometheus/client.js';
 import { collectGroupInputs } from './prometheus/collect.js';
 import { selectActiveVariants, type VariantCandidate } from './saturation/active-variants.js';
+import type { VariantDecision } from './saturation/decision.js';
 import { decideCycle, type GroupInputs } from './saturation/engine.js';
 import { gpuCapacityByType } from './saturation/inventory.js';
 import { readAllDecisions, storeCycleDecisions, storeCycleRecord, type CycleRecord } from './state.js';
@@ -86,7 +87,12 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-export async function runCycle(ctx: HandlerContext): Promise<{ requeueAfterMs: number } | void> {
+/**
+ * `reason`: why the `@optimize` key runs. A tick (or anything else) visits every VA afterwards, as the
+ * function's resync; the quick re-checks (`requeue`) and a cycle a VA asked for (`handler`) visit only
+ * the VAs whose decision changed, so they add no churn for the others.
+ */
+export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<{ requeueAfterMs: number } | void> {
   const { names, problems } = autoscalerNames(ctx.env);
   for (const p of problems) ctx.log.warn(p);
   const { config, prometheusSecrets } = await refreshConfig(ctx, names);
@@ -192,7 +198,9 @@ export async function runCycle(ctx: HandlerContext): Promise<{ requeueAfterMs: n
   logCycle(ctx, names, record, forgotten);
 
   // Every VA, valid or not: this is also the function's resync, so a missed event heals within one tick.
-  for (const key of allKeys) await ctx.enqueue(FUNCTION_NAME, key);
+  const partial = reason === 'requeue' || reason === 'handler';
+  const visit = partial ? changedKeys(result.decisions, inactive, previous) : allKeys;
+  for (const key of visit) await ctx.enqueue(FUNCTION_NAME, key);
 
   // A young Deployment whose pods do not report yet: look again soon rather than at the next tick.
   const young = groups
@@ -201,6 +209,23 @@ export async function runCycle(ctx: HandlerContext): Promise<{ requeueAfterMs: n
     .map((v) => v.key);
   const waiting = result.decisions.some((d) => young.includes(d.key) && d.source === 'no-metrics');
   if (waiting && FIRST_METRICS_RECHECK_MS < intervalMs) return { requeueAfterMs: FIRST_METRICS_RECHECK_MS };
+}
+
+/** VAs whose decision differs from the one stored before this cycle, and VAs newly left out. */
+export function changedKeys(
+  decisions: readonly VariantDecision[],
+  inactive: ReadonlyArray<{ key: string }>,
+  previous: ReadonlyMap<string, VariantDecision>,
+): string[] {
+  const same = (a: VariantDecision, b: VariantDecision | undefined) =>
+    b !== undefined &&
+    a.desiredReplicas === b.desiredReplicas &&
+    a.accelerator === b.accelerator &&
+    a.targetUid === b.targetUid &&
+    a.source === b.source &&
+    a.metricsAvailable.message === b.metricsAvailable.message &&
+    a.optimizationReady.message === b.optimizationReady.message;
+  return [...decisions.filter((d) => !same(d, previous.get(d.key))).map((d) => d.key), ...inactive.filter((i) => previous.has(i.key)).map((i) => i.key)];
 }
 
 function logCycle(ctx: HandlerContext, names: AutoscalerNames, record: CycleRecord, forgotten: string[]): void {

@@ -11,7 +11,7 @@ import { checkServiceMonitor } from './service-monitor.js';
 import { ensureTickInterval } from './tick.js';
 
 export const reconcile: Handler = async (req, ctx) => {
-  if (req.key === OPTIMIZE_KEY) return runCycle(ctx);
+  if (req.key === OPTIMIZE_KEY) return runCycle(ctx, req.reason);
   if (req.key === CONFIG_KEY) {
     const { config } = await refreshConfig(ctx, autoscalerNames(ctx.env).names);
     // A new GLOBAL_OPT_INTERVAL takes effect now, not after the old period runs out.

@@ -4,7 +4,7 @@
  * model) only when something changed, with the resourceVersion read.
  */
 import { AppsV1Api } from '@kubernetes/client-node';
-import { parseVariantAutoscaling, variantAutoscalingStatusSchema, type VariantAutoscalingStatus } from '../../api/variantautoscaling.js';
+import { ACCELERATOR_NAME_LABEL, parseVariantAutoscaling, variantAutoscalingStatusSchema, type VariantAutoscalingStatus } from '../../api/variantautoscaling.js';
 import { kubeObjectSchema } from '../../kube/object.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { objectPath, Resources } from '../../kube/resources.js';
@@ -12,7 +12,7 @@ import type { HandlerContext, ReconcileRequest, ReconcileResult } from '../../ru
 import { writeStatus, type StatusOwner } from '../../status/write.js';
 import { autoscalerNames } from './config/names.js';
 import { FUNCTION_NAME, OPTIMIZE_KEY, stateKeys } from './keys.js';
-import { belongsToInstance, inactiveStillApplies } from './saturation/active-variants.js';
+import { belongsToInstance, inactiveStillApplies, UNRESOLVED_ACCELERATOR } from './saturation/active-variants.js';
 import type { VariantDecision } from './saturation/decision.js';
 import { forgetVariant, publishSeries, readDecision, readInactive, seriesExpired, unpublishSeries, type InactiveRecord } from './state.js';
 import { variantStatusWrite } from './status/va-status.js';
@@ -99,8 +99,19 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
       actuationApplied = true;
       // What the Deployment has now, not what it had when the cycle ran.
       decision = { ...decision, currentReplicas: deployment.currentReplicas };
+    } else if (inactive?.reason === 'target-scaled-to-zero') {
+      // At 0 replicas (by hand, or by scale-to-zero and the HPA): its old desired must not bring it
+      // back (issue 14 scenario 3), and no series at all would make KEDA fall back to its fallback
+      // replicas. Desired 0 keeps it where it is.
+      await publishSeries(ctx.redis, ctx.prefix, req.key, {
+        variantName: ref.name,
+        namespace,
+        accelerator: va.metadata.labels?.[ACCELERATOR_NAME_LABEL] ?? previousStatus?.desiredOptimizedAlloc?.accelerator ?? UNRESOLVED_ACCELERATOR,
+        current: deployment.currentReplicas,
+        desired: 0,
+      });
     } else {
-      // Left out of the last cycle, or not decided yet: nothing is published for HPA/KEDA.
+      // Left out of the last cycle (a duplicate), or not decided yet: nothing is published for HPA/KEDA.
       await unpublishSeries(ctx.redis, ctx.prefix, req.key);
       if (inactive === undefined) await requestFirstCycle(ctx, req.key, deployment.uid);
     }

@@ -16,7 +16,7 @@ describe('reconcile-autoscaler: decisions of inactive VAs are not published (iss
     await loop?.stop();
   });
 
-  it('a Deployment scaled to 0 by hand: its old desired is no longer exported, and the VA says why', async () => {
+  it('a Deployment scaled to 0 by hand: its old desired is no longer exported (0 is), and the VA says why', async () => {
     const { sb, emitter } = loop;
     await createDeployment(sb, 'zero', 2);
     await createVA(sb, 'zero', { model: 'zero-model' });
@@ -28,8 +28,9 @@ describe('reconcile-autoscaler: decisions of inactive VAs are not published (iss
 
     await scaleDeployment(sb, 'zero', 0);
     await loop.cycle();
-    // KEDA reading a 2 here would scale the Deployment straight back up.
-    await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'zero' }, undefined);
+    // KEDA reading a 2 here would scale the Deployment straight back up (and no series at all would
+    // send it to its fallback replicas): 0 keeps it where it is.
+    await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'zero' }, 0);
     const va = await waitForCondition(sb, 'zero', 'OptimizationReady', 'False', 'SkippedProcessing');
     expect(condition(va.status, 'OptimizationReady')?.message).toContain('Deployment zero has 0 replicas');
     expect(condition(va.status, 'MetricsAvailable')).toMatchObject({ status: 'False', reason: 'MetricsMissing' });

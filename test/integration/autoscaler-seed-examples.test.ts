@@ -139,6 +139,8 @@ describe('reconcile-autoscaler: seed 003 examples 1–4', () => {
     expect(await metricValue(registry, 'wva_desired_replicas', labels)).toBe(3);
     expect(await metricValue(registry, 'wva_current_replicas', labels)).toBe(3);
 
+    // Let the VA reconciles the cycle enqueued finish, so the delete's own reconcile is told apart.
+    await waitFor('the queue to go quiet', 15_000, async () => Date.now() - (calls.at(-1)?.at ?? 0) > 1_000, 250);
     const deleted = Date.now();
     await deleteDeployment(sb, 'ex3');
     const after = await waitForCondition(sb, 'ex3', 'TargetResolved', 'False', 'TargetNotFound', AT_ONCE_MS);

@@ -200,7 +200,7 @@ describe('the unified status model (status/ engine) for a VA', () => {
     );
     expect(cond(zero.status, 'OptimizationReady')).toEqual(['False', 'SkippedProcessing']);
     expect(cond(zero.status, 'MetricsAvailable')).toEqual(['False', 'MetricsMissing']);
-    expect(zero.status.conditions.find((c) => c.type === 'OptimizationReady')?.message).toBe('Deployment llama-8b has 0 replicas: left out of optimization, no desired replicas published');
+    expect(zero.status.conditions.find((c) => c.type === 'OptimizationReady')?.message).toBe('Deployment llama-8b has 0 replicas: left out of optimization, desired 0 published so that it stays there');
     // Idle is not broken: still Ready.
     expect(zero.status.phase).toBe('Ready');
     const dup = run(

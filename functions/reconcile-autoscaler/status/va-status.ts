@@ -73,7 +73,9 @@ export function upstreamStatus(i: UpstreamInputs): UpstreamStatus {
 }
 
 function inactiveText(i: InactiveInput): string {
-  return `${i.message}: left out of optimization, no desired replicas published`;
+  return i.reason === 'target-scaled-to-zero'
+    ? `${i.message}: left out of optimization, desired 0 published so that it stays there`
+    : `${i.message}: left out of optimization, no desired replicas published`;
 }
 
 /** The Deployment named by scaleTargetRef: `ScaleTargetReady`. */
