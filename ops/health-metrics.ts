@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { Gauge, type Registry } from 'prom-client';
 import type { WatchHealth } from '../watcher/list-watch.js';
 import { redisProblem } from './health.js';
 
 /** What the alert rules (infra/alerts/ripple-rules.yaml) need to see of a process's health. */
 export interface HealthMetricSources {
-  redis?: Pick<Redis, 'ping'>;
+  redis?: Pick<RedisClient, 'ping'>;
   watcher?: { health(): WatchHealth[] };
   /** RIPPLE_WATCH_DOWN_BOUND_MS: exported so the watch-down alert compares against the process's own bound. */
   watchDownBoundMs?: number;
@@ -15,7 +15,7 @@ export interface HealthMetricSources {
 }
 
 /**
- * Scrape-time gauges for the alerts: Redis reachability, each watch's state and how long it has been
+ * Scrape-time gauges for the alerts: RedisClient reachability, each watch's state and how long it has been
  * down, and leadership under client-go's name (`leader_election_master_status{name}`), so alerts
  * written for controller-runtime managers read Ripple's watcher too. Computed when /metrics is
  * scraped from what /readyz already reads; nothing is kept between scrapes.

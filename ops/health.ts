@@ -1,10 +1,10 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { redactUrl } from '../runtime/redact.js';
 import type { WatchHealth } from '../watcher/list-watch.js';
 
 /** What a process has that health depends on; each part is optional (a worker has no watcher). */
 export interface HealthSources {
-  redis?: Pick<Redis, 'ping'>;
+  redis?: Pick<RedisClient, 'ping'>;
   watcher?: { health(): WatchHealth[] };
   /** False once a started worker stopped running (closed or crashed). */
   workersRunning?: () => boolean;
@@ -19,7 +19,7 @@ export interface HealthSources {
 
 // ioredis queues commands while disconnected (workers need that), so a bare PING would hang for as
 // long as Redis is down; the probe must answer within the kubelet's timeout instead.
-export async function redisProblem(redis: Pick<Redis, 'ping'>, timeoutMs: number): Promise<string | undefined> {
+export async function redisProblem(redis: Pick<RedisClient, 'ping'>, timeoutMs: number): Promise<string | undefined> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const timeout = new Promise<never>((_, reject) => {
@@ -45,7 +45,7 @@ function watchProblems(health: WatchHealth[], boundMs: number, now: number, requ
   return out;
 }
 
-/** Readiness: Redis answers, every watch has synced and none has been down past its bound, workers run. */
+/** Readiness: RedisClient answers, every watch has synced and none has been down past its bound, workers run. */
 export async function readinessProblems(s: HealthSources): Promise<string[]> {
   const now = (s.now ?? Date.now)();
   const problems: string[] = [];

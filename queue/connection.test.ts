@@ -18,6 +18,19 @@ describe('REDIS_URL', () => {
     });
     expect(parseRedisUrl('redis+sentinel://:s3cret@h:1/m/3')).toMatchObject({ password: 's3cret', db: 3, masterName: 'm' });
   });
+  it('names a Redis Cluster by its seed nodes', () => {
+    expect(parseRedisUrl('redis+cluster://127.0.0.1:7000,127.0.0.1:7001')).toEqual({
+      kind: 'cluster',
+      seeds: [
+        { host: '127.0.0.1', port: 7000 },
+        { host: '127.0.0.1', port: 7001 },
+      ],
+    });
+    expect(parseRedisUrl('redis+cluster://app:s%40cret@h:1/')).toMatchObject({ username: 'app', password: 's@cret', seeds: [{ host: 'h', port: 1 }] });
+    expect(parseRedisUrl('redis+cluster://:pw@h:1')).toEqual({ kind: 'cluster', seeds: [{ host: 'h', port: 1 }], password: 'pw' });
+    expect(() => parseRedisUrl('redis+cluster://h:1/2')).toThrow(/no database/);
+    expect(() => parseRedisUrl('redis+cluster://u:pw@h')).toThrow(/"h" in REDIS_URL is not host:port/);
+  });
   it('rejects what it cannot read, without showing a password', () => {
     expect(() => parseRedisUrl('http://x')).toThrow(/must start with redis:\/\//);
     expect(() => parseRedisUrl('redis+sentinel://h:1')).toThrow(/masterName/);

@@ -1,4 +1,9 @@
-/** Where one function's queue keeps its state in Redis. BullMQ's own keys share the same prefix. */
+/**
+ * Where one function's queue keeps its state in Redis. BullMQ's own keys share the same prefix,
+ * `${prefix}:{${queueName}}` (queuePrefix): the braces are a Redis Cluster hash tag, so every key of one
+ * function's queue — BullMQ's job hashes and lists and Ripple's structures below — hashes to one slot and
+ * each script (queue/scripts.ts) runs on one node. On a single Redis the braces are just characters.
+ */
 export interface QueueKeys {
   pending: string;
   /** When each pending id was recorded (ms, Redis clock): a job not created yet still counts for a grace period. */
@@ -10,12 +15,20 @@ export interface QueueKeys {
   seq: string;
   /** When each claim's lease ends (ms, Redis clock). */
   leases: string;
+  /** What each key's last RELEASE answered, by token, so a RELEASE resent after a lost reply gets the same answer. */
+  released: string;
   /** BullMQ stores job `id` at `${jobKeyPrefix}${id}`. */
   jobKeyPrefix: string;
 }
 
+/** The prefix BullMQ gets for one function's queue: Ripple's prefix and the queue's hash tag. */
+export function queuePrefix(prefix: string, queueName: string): string {
+  return `${prefix}:{${queueName}}`;
+}
+
 export function queueKeys(prefix: string, queueName: string): QueueKeys {
-  const base = `${prefix}:${queueName}`;
+  // The same base BullMQ uses for its keys (`${bullPrefix}:${queueName}:…`), so jobKeyPrefix is a job's hash.
+  const base = `${queuePrefix(prefix, queueName)}:${queueName}`;
   return {
     pending: `${base}:ripple:pending`,
     pendingSince: `${base}:ripple:pending-since`,
@@ -25,13 +38,14 @@ export function queueKeys(prefix: string, queueName: string): QueueKeys {
     failures: `${base}:ripple:failures`,
     seq: `${base}:ripple:seq`,
     leases: `${base}:ripple:leases`,
+    released: `${base}:ripple:released`,
     jobKeyPrefix: `${base}:`,
   };
 }
 
 /** The KEYS every queue script takes, in the order they name them (queue/scripts.ts KEY_ORDER). */
 export function scriptKeys(k: QueueKeys): string[] {
-  return [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince, k.leases];
+  return [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince, k.leases, k.released];
 }
 
 /** A reconcile key: `namespace/name`, or `name` for cluster-scoped objects. */

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from '../runtime/log.js';
+import type { RedisClient } from './connection.js';
 import { scriptKeys, type QueueKeys } from './keys.js';
 import { runScript } from './run-script.js';
 import { RENEW } from './scripts.js';
@@ -23,7 +23,7 @@ export class ClaimLease {
   private stopped = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: QueueKeys,
     private readonly key: string,
     readonly token: string,
@@ -62,7 +62,7 @@ export class ClaimLease {
     clearTimeout(this.expiryTimer);
     const margin = Math.min(1_000, Math.floor(this.leaseMs / 10));
     this.expiryTimer = setTimeout(() => {
-      this.log.warn({ key: this.key, token: this.token }, 'lease not renewed in time; aborting the reconcile');
+      this.log.warn({ key: this.key, fencingToken: this.token }, 'lease not renewed in time; aborting the reconcile');
       this.lose('expired');
     }, Math.max(0, this.expiresAt - margin - Date.now()));
   }
@@ -74,7 +74,7 @@ export class ClaimLease {
       const held = await runScript(this.redis, RENEW, scriptKeys(this.keys), [this.key, this.token, String(this.leaseMs)]);
       if (this.stopped) return;
       if (held !== 1) {
-        this.log.warn({ key: this.key, token: this.token }, 'lease taken over by another claim; aborting the reconcile');
+        this.log.warn({ key: this.key, fencingToken: this.token }, 'lease taken over by another claim; aborting the reconcile');
         this.lose('refused');
         return;
       }

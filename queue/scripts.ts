@@ -17,7 +17,9 @@ import { FENCE_LUA } from './fence.js';
  *   leases   ZSET  key -> when that claim's lease ends (ms, Redis clock); its worker renews it
  *   dirty    ZSET  key -> earliest due of requests that came meanwhile — the dirty set
  *   failures HASH  key -> consecutive failures, for per-key backoff
- *   seq      STRING     job ids and fencing tokens come from INCR of it
+ *   seq      STRING     job ids and fencing tokens come from INCR of it (a claim raises it to at
+ *                       least Redis's clock in µs-like units, see CLAIM)
+ *   released HASH  key -> `<token>|<answer…>` of the key's last RELEASE, until its next claim
  *
  * A claim is fenced (queue/fence.ts): CLAIM refuses a key whose holder's lease is alive, whatever the
  * job id, and gives each claim a new token; RELEASE and RENEW do nothing for a token that is no longer
@@ -107,7 +109,7 @@ local function schedule(key, due, now, jobKeyPrefix)
       end
     end
   end
-  local id = key .. '#' .. redis.call('INCR', KEYS[6])
+  local id = key .. '#' .. string.format('%.0f', redis.call('INCR', KEYS[6]))
   redis.call('HSET', KEYS[1], key, id)
   redis.call('HSET', KEYS[7], key, now)
   redis.call('ZADD', KEYS[2], due, key)
@@ -116,7 +118,7 @@ end
 `;
 
 /** Every script takes the same KEYS, in this order (queue/keys.ts `scriptKeys`), so each names all it touches. */
-export const KEY_ORDER = ['pending', 'due', 'active', 'dirty', 'failures', 'seq', 'pendingSince', 'leases'] as const;
+export const KEY_ORDER = ['pending', 'due', 'active', 'dirty', 'failures', 'seq', 'pendingSince', 'leases', 'released'] as const;
 
 /** ARGV: key, delayMs, jobKeyPrefix. */
 export const ENQUEUE = `${LIVE}${HELD}${SCHEDULE}
@@ -176,7 +178,18 @@ else
 end
 local dirty = tonumber(redis.call('ZSCORE', KEYS[4], key))
 if dirty and dirty <= now then redis.call('ZREM', KEYS[4], key) end
-local token = tostring(redis.call('INCR', KEYS[6]))
+-- Tokens never go back, even across a failover: replication is asynchronous, so a promoted replica may
+-- not have the last INCRs of the old primary. Each token is at least now(ms) × 1000, so a new primary
+-- (whose clock is past the old one's last claim by the time a failover completes) starts above every
+-- token the old one gave out.
+local n = redis.call('INCR', KEYS[6])
+local floor = now * 1000
+if n < floor then
+  n = floor
+  redis.call('SET', KEYS[6], string.format('%.0f', n))
+end
+local token = string.format('%.0f', n)
+redis.call('HDEL', KEYS[9], key)
 redis.call('HSET', KEYS[3], key, token .. '|' .. id)
 redis.call('ZADD', KEYS[8], now + tonumber(ARGV[4]), key)
 return {'claimed', token, '0'}
@@ -202,7 +215,13 @@ return 1
  */
 export const RELEASE = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}
 local key, token, outcome = ARGV[1], ARGV[2], ARGV[3]
-if not holds(KEYS[3], key, token) then return {'stale', '', '0', '0', '0', '0'} end
+if not holds(KEYS[3], key, token) then
+  -- This RELEASE may have run already and only its reply was lost (the client resends unanswered
+  -- commands after a reconnect): answer what it answered then, so its follow-up is still carried out.
+  local done = redis.call('HGET', KEYS[9], key)
+  if done and string.sub(done, 1, #token + 1) == token .. '|' then return cjson.decode(string.sub(done, #token + 2)) end
+  return {'stale', '', '0', '0', '0', '0'}
+end
 local now = nowMs()
 redis.call('HDEL', KEYS[3], key)
 redis.call('ZREM', KEYS[8], key)
@@ -227,6 +246,7 @@ local r
 if due then r = schedule(key, due, now, ARGV[6]) else r = {'none', '', '0', '0'} end
 table.insert(r, tostring(failures))
 table.insert(r, tostring(backoff))
+redis.call('HSET', KEYS[9], key, token .. '|' .. cjson.encode(r))
 return r
 `;
 
@@ -285,6 +305,10 @@ for _, key in ipairs(redis.call('HKEYS', KEYS[5])) do
     redis.call('HDEL', KEYS[5], key)
     removed = removed + 1
   end
+end
+-- A resent RELEASE comes within seconds of the first; by the next tick its answer is no longer needed.
+for _, key in ipairs(redis.call('HKEYS', KEYS[9])) do
+  redis.call('HDEL', KEYS[9], key)
 end
 local out = {tostring(removed)}
 for _, key in ipairs(requeue) do table.insert(out, key) end

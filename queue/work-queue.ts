@@ -1,9 +1,9 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Logger } from '../runtime/log.js';
+import type { RedisClient } from './connection.js';
 import type { QueueMetrics } from './metrics.js';
-import { queueKeys, scriptKeys, type QueueKeys } from './keys.js';
+import { queueKeys, queuePrefix, scriptKeys, type QueueKeys } from './keys.js';
 import { runScript } from './run-script.js';
 import { ENQUEUE } from './scripts.js';
 
@@ -33,7 +33,7 @@ export interface ScheduleResult {
 export interface WorkQueueOptions {
   /** Queue name: the function's name. */
   name: string;
-  connection: Redis;
+  connection: RedisClient;
   /** Redis key prefix for BullMQ and Ripple's own keys (default `ripple`). */
   prefix?: string;
   metrics?: QueueMetrics;
@@ -64,13 +64,13 @@ export class WorkQueue {
   constructor(private readonly opts: WorkQueueOptions) {
     this.name = opts.name;
     const prefix = opts.prefix ?? 'ripple';
-    this.bull = new Queue(opts.name, { connection: opts.connection, prefix, defaultJobOptions: JOB_DEFAULTS });
+    this.bull = new Queue(opts.name, { connection: opts.connection, prefix: queuePrefix(prefix, opts.name), defaultJobOptions: JOB_DEFAULTS });
     this.keys = queueKeys(prefix, opts.name);
     opts.metrics?.trackDepth(opts.name, () => this.depth());
   }
 
   /** The queue's Redis connection (its scripts run on it). */
-  get connection(): Redis {
+  get connection(): RedisClient {
     return this.opts.connection;
   }
 

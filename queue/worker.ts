@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
 import { inReconcileScope, LeaseLostError } from '../runtime/reconcile-scope.js';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { DeadlineExceededError } from './deadline.js';
-import { scriptKeys } from './keys.js';
+import type { RedisClient } from './connection.js';
+import { queuePrefix, scriptKeys } from './keys.js';
 import { ClaimLease } from './lease.js';
 import type { QueueMetrics } from './metrics.js';
 import { withRetries, type RetryPolicy } from './retry.js';
@@ -61,7 +61,7 @@ export function parseClaim(raw: unknown): ClaimVerdict {
 export interface KeyedWorkerOptions {
   queue: WorkQueue;
   /** A connection of its own: BullMQ workers block on Redis. */
-  connection: Redis;
+  connection: RedisClient;
   prefix?: string;
   concurrency?: number;
   backoff?: BackoffPolicy;
@@ -103,7 +103,7 @@ export class KeyedWorker {
     opts.metrics?.maxConcurrent.set({ controller: this.name }, concurrency);
     this.worker = new Worker(this.name, (job: Job, token?: string) => this.process(job, token), {
       connection: opts.connection,
-      prefix: opts.prefix ?? 'ripple',
+      prefix: queuePrefix(opts.prefix ?? 'ripple', this.name),
       concurrency,
       lockDuration: this.leaseMs,
       // Queue failures (a Redis error in CLAIM, RELEASE or the follow-up) are retried by BullMQ: the
@@ -159,7 +159,8 @@ export class KeyedWorker {
     const lease = new ClaimLease(this.opts.connection, this.opts.queue.keys, key, verdict.token, this.leaseMs, claimSentAt, this.opts.log);
     this.leases.set(jobId, lease);
     const reconcileId = randomUUID();
-    const log = this.opts.log.child({ function: this.name, key, reconcileId, token: verdict.token });
+    // Not `token`: the logger redacts that name (runtime/log.ts), and a fencing token is no secret.
+    const log = this.opts.log.child({ function: this.name, key, reconcileId, fencingToken: verdict.token });
     const startedAt = Date.now();
     m?.queueDuration.observe(labels, Math.max(0, startedAt - job.timestamp - (job.opts.delay ?? 0)) / 1000);
     m?.activeWorkers.inc({ controller: this.name });

@@ -1,11 +1,23 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { parseRedisUrl } from '../queue/connection.js';
 
 const token = (name: string) => z.string().min(16, `${name} must be at least 16 characters`).optional();
 
 /** Process-level settings from the environment, parsed once at start with messages that say what to fix. */
 export const processConfigSchema = z.object({
-  REDIS_URL: z.string().url().optional(),
+  /** redis://, rediss://, redis+sentinel://h:p,h:p/<master> or redis+cluster://h:p,h:p (queue/connection.ts). */
+  REDIS_URL: z
+    .string()
+    .superRefine((url, ctx) => {
+      try {
+        parseRedisUrl(url);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : String(err) });
+      }
+    })
+    .optional(),
+  // No braces: Ripple adds a Redis Cluster hash tag per function itself (queue/keys.ts queuePrefix).
   RIPPLE_PREFIX: z.string().regex(/^[a-z0-9-]+$/, 'use lowercase letters, digits and dashes').default('ripple'),
   RIPPLE_OPS_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
   RIPPLE_OPS_HOST: z.string().default('127.0.0.1'),

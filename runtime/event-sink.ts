@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
+import { scanKeys } from '../queue/scan.js';
 import type { WorkQueue } from '../queue/work-queue.js';
 import { eventRequestSchema, type EventSink } from './events.js';
 
@@ -15,16 +16,10 @@ export function eventRequestsKey(prefix: string, objectKey: string): string {
  * key is enqueued, so an emitter that dies between the two leaves a list nobody was told about; the
  * tick finds it. Lists are removed when drained, so this scans only what is pending.
  */
-export async function pendingEventObjects(redis: Redis, prefix: string): Promise<string[]> {
+export async function pendingEventObjects(redis: RedisClient, prefix: string): Promise<string[]> {
   const head = eventRequestsKey(prefix, '');
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${head}*`, 'COUNT', 500);
-    cursor = next;
-    for (const key of keys) found.push(key.slice(head.length));
-  } while (cursor !== '0');
-  return found;
+  // Every primary of a cluster: the lists spread over slots.
+  return (await scanKeys(redis, `${head}*`)).map((key) => key.slice(head.length));
 }
 
 /**
@@ -33,7 +28,7 @@ export async function pendingEventObjects(redis: Redis, prefix: string): Promise
  * for an object's Events (so counts are never raced), while the list keeps every request: coalescing
  * the queue never coalesces the events themselves.
  */
-export function queueEventSink(redis: Redis, prefix: string, queue: () => WorkQueue, now: () => number = Date.now): EventSink {
+export function queueEventSink(redis: RedisClient, prefix: string, queue: () => WorkQueue, now: () => number = Date.now): EventSink {
   return {
     async emit(input) {
       const request = eventRequestSchema.parse({ ...input, at: now(), id: randomUUID() });

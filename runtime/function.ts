@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import type { Registry } from 'prom-client';
 import type { KubeObject } from '../kube/object.js';
 import type { ResourceRef } from '../kube/resources.js';
@@ -35,7 +35,7 @@ export interface HandlerContext {
   /** The claim's fencing token (queue/fence.ts), for state a handler writes with a fenced script. */
   token: string;
   kc: KubeConfig;
-  redis: Redis;
+  redis: RedisClient;
   /** Prefix for every Redis key a handler writes. */
   prefix: string;
   log: Logger;
@@ -84,7 +84,7 @@ export interface Trigger {
 
 /** What a function's metrics and resync hooks may read (state lives in Redis, not the process). */
 export interface MetricsDeps {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   env: Readonly<Record<string, string | undefined>>;
 }

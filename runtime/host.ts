@@ -1,6 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Redis } from 'ioredis';
-import { createRedis } from '../queue/connection.js';
+import { createRedis, type RedisClient } from '../queue/connection.js';
 import { listSchema } from '../kube/object.js';
 import { isStatus, kubeRequest } from '../kube/raw.js';
 import { collectionPath, objectPath } from '../kube/resources.js';
@@ -44,10 +43,10 @@ export interface HostOptions {
  */
 export class FunctionHost {
   readonly prefix: string;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   private readonly queues = new Map<string, WorkQueue>();
   private readonly workers: KeyedWorker[] = [];
-  private readonly extraConnections: Redis[] = [];
+  private readonly extraConnections: RedisClient[] = [];
   private closing = false;
 
   constructor(private readonly opts: HostOptions) {

@@ -3,7 +3,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
 import type { QueueMetrics } from '../queue/metrics.js';
@@ -195,7 +195,7 @@ export interface HttpFunctionOptions {
   def: FunctionDefinition;
   /** Runs the handler with the host's context (FunctionHost.runHandler). */
   run: (info: Pick<ReconcileInfo, 'key' | 'reason' | 'log'>) => Promise<ReconcileOutcome | void>;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   log: Logger;
   /** RIPPLE_FUNCTION_TOKEN: requests must carry it as a Bearer token. */

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { z } from 'zod';
 import { parseJson, sortedJson } from '../kube/json.js';
 import { ConditionStatusSchema } from './schema.js';
@@ -46,7 +46,7 @@ export function transitionOutboxKey(prefix: string, object: { apiVersion: string
 const REMOVE_IF_SAME = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0`;
 
 /** The outbox of one object: a Redis hash, field = condition type, value = the entry as sorted JSON. */
-export function redisTransitionOutbox(redis: Redis, key: string): TransitionOutbox {
+export function redisTransitionOutbox(redis: RedisClient, key: string): TransitionOutbox {
   return {
     async load() {
       const out: PendingTransition[] = [];

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/connection.js';
 import { z } from 'zod';
 import { parseJson } from '../../kube/json.js';
 import { eventRequestSchema, type EventRequest } from '../../runtime/events.js';
@@ -102,7 +102,7 @@ function intentOf(action: ReturnType<typeof correlate>['action']): WriteIntent {
  * taken by the emitter) is the clock: queueing delay must not change counts, windows or buckets.
  */
 export async function correlateInRedis(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   request: EventRequest,
   options: Partial<CorrelatorOptions> = {},

@@ -20,7 +20,8 @@ export function isSpecialKey(key: string): boolean {
 
 /** Redis keys, all under the host's prefix so tests and installs never share state. */
 export function stateKeys(prefix: string) {
-  const base = `${prefix}:${FUNCTION_NAME}`;
+  // A Redis Cluster hash tag: the per-VA hashes are written together (MULTI, the sweep's script), so one slot.
+  const base = `${prefix}:{${FUNCTION_NAME}}`;
   return {
     /** JSON: the parsed ConfigMaps (last good values) and the resourceVersions they came from. */
     config: `${base}:config`,

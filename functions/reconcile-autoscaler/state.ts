@@ -3,7 +3,7 @@
  * metrics: the cycle's decision per VA, the values behind each VA's gauges, and a record of the last
  * cycle. Everything read back is parsed with zod.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/connection.js';
 import { z } from 'zod';
 import { parseJson } from '../../kube/json.js';
 import { parseVariantDecision, type VariantDecision } from './saturation/decision.js';
@@ -21,7 +21,7 @@ export const seriesRecordSchema = z.object({
 });
 export type SeriesRecord = z.infer<typeof seriesRecordSchema>;
 
-export async function readDecision(redis: Redis, prefix: string, vaKey: string): Promise<VariantDecision | undefined> {
+export async function readDecision(redis: RedisClient, prefix: string, vaKey: string): Promise<VariantDecision | undefined> {
   const text = await redis.hget(stateKeys(prefix).decisions, vaKey);
   if (text === null) return undefined;
   const r = parseVariantDecision(parseJson(text));
@@ -32,7 +32,7 @@ export async function readDecision(redis: Redis, prefix: string, vaKey: string):
 export const inactiveRecordSchema = z.object({ reason: z.string().min(1), message: z.string(), at: z.string() });
 export type InactiveRecord = z.infer<typeof inactiveRecordSchema>;
 
-export async function readInactive(redis: Redis, prefix: string, vaKey: string): Promise<InactiveRecord | undefined> {
+export async function readInactive(redis: RedisClient, prefix: string, vaKey: string): Promise<InactiveRecord | undefined> {
   const text = await redis.hget(stateKeys(prefix).inactive, vaKey);
   if (text === null) return undefined;
   const r = inactiveRecordSchema.safeParse(parseJson(text));
@@ -48,7 +48,7 @@ export async function readInactive(redis: Redis, prefix: string, vaKey: string):
  * could not be read this cycle) are left as they are.
  */
 export async function storeCycleDecisions(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   decisions: readonly VariantDecision[],
   existingVaKeys: ReadonlySet<string>,
@@ -73,23 +73,23 @@ export async function storeCycleDecisions(
 }
 
 /** The VA's gauges now show this. */
-export async function publishSeries(redis: Redis, prefix: string, vaKey: string, record: SeriesRecord): Promise<void> {
+export async function publishSeries(redis: RedisClient, prefix: string, vaKey: string, record: SeriesRecord): Promise<void> {
   await redis.hset(stateKeys(prefix).series, vaKey, JSON.stringify(seriesRecordSchema.parse(record)));
 }
 
 /** The target is gone (or the VA is): its decision and its series go, so nothing stale is exported or re-applied. */
-export async function forgetVariant(redis: Redis, prefix: string, vaKey: string): Promise<void> {
+export async function forgetVariant(redis: RedisClient, prefix: string, vaKey: string): Promise<void> {
   const keys = stateKeys(prefix);
   await redis.multi().hdel(keys.decisions, vaKey).hdel(keys.series, vaKey).hdel(keys.inactive, vaKey).exec();
 }
 
 /** Only the gauges go (the VA is left out of cycles; its reason stays for its status). */
-export async function unpublishSeries(redis: Redis, prefix: string, vaKey: string): Promise<void> {
+export async function unpublishSeries(redis: RedisClient, prefix: string, vaKey: string): Promise<void> {
   await redis.hdel(stateKeys(prefix).series, vaKey);
 }
 
 /** All stored decisions, for the cycle's "previous decision" of each VA. */
-export async function readAllDecisions(redis: Redis, prefix: string): Promise<Map<string, VariantDecision>> {
+export async function readAllDecisions(redis: RedisClient, prefix: string): Promise<Map<string, VariantDecision>> {
   const all = await redis.hgetall(stateKeys(prefix).decisions);
   const out = new Map<string, VariantDecision>();
   for (const [vaKey, text] of Object.entries(all)) {
@@ -100,7 +100,7 @@ export async function readAllDecisions(redis: Redis, prefix: string): Promise<Ma
 }
 
 /** The series to serve now: expired ones (see `validUntil`) are left out. */
-export async function readAllSeries(redis: Redis, prefix: string, now = new Date()): Promise<Array<{ vaKey: string; record: SeriesRecord }>> {
+export async function readAllSeries(redis: RedisClient, prefix: string, now = new Date()): Promise<Array<{ vaKey: string; record: SeriesRecord }>> {
   const all = await redis.hgetall(stateKeys(prefix).series);
   const out: Array<{ vaKey: string; record: SeriesRecord }> = [];
   for (const [vaKey, text] of Object.entries(all)) {
@@ -138,11 +138,11 @@ export const cycleRecordSchema = z.object({
 });
 export type CycleRecord = z.infer<typeof cycleRecordSchema>;
 
-export async function storeCycleRecord(redis: Redis, prefix: string, record: CycleRecord): Promise<void> {
+export async function storeCycleRecord(redis: RedisClient, prefix: string, record: CycleRecord): Promise<void> {
   await redis.set(stateKeys(prefix).lastCycle, JSON.stringify(record));
 }
 
-export async function readCycleRecord(redis: Redis, prefix: string): Promise<CycleRecord | undefined> {
+export async function readCycleRecord(redis: RedisClient, prefix: string): Promise<CycleRecord | undefined> {
   const text = await redis.get(stateKeys(prefix).lastCycle);
   if (text === null) return undefined;
   const r = cycleRecordSchema.safeParse(parseJson(text));

@@ -5,7 +5,7 @@
  * such refusal is remembered per ModelServing (by UID: a namesake in a re-created namespace is another
  * object) and later reconciles of it stop before planning, without error or backoff, until it is gone.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/connection.js';
 import { KubeApiError } from '../../kube/raw.js';
 
 /** How long the memory lasts: longer than any namespace teardown needs, bounded so keys never pile up. */
@@ -27,7 +27,7 @@ export interface TerminatingMemory {
   forget(): Promise<void>;
 }
 
-export function terminatingMemory(redis: Redis, prefix: string, namespace: string, name: string): TerminatingMemory {
+export function terminatingMemory(redis: RedisClient, prefix: string, namespace: string, name: string): TerminatingMemory {
   const key = namespaceTerminatingKey(prefix, namespace, name);
   return {
     read: () => redis.get(key),

@@ -6,7 +6,7 @@
  */
 import { AppsV1Api, CoreV1Api, type V1ControllerRevision, type V1Pod, type V1Service } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/connection.js';
 import { z } from 'zod';
 import { parseJson } from '../../kube/json.js';
 import { ownerReferenceSchema } from '../../kube/object.js';
@@ -124,7 +124,7 @@ async function discoverCapabilities(kc: KubeConfig): Promise<ClusterCapabilities
  * workers (cached in Redis, not in the process: workers keep no state of their own), so installing
  * Volcano is noticed within that time without costing a discovery call per reconcile.
  */
-export async function clusterCapabilities(kc: KubeConfig, redis: Redis, prefix: string): Promise<ClusterCapabilities> {
+export async function clusterCapabilities(kc: KubeConfig, redis: RedisClient, prefix: string): Promise<ClusterCapabilities> {
   const key = `${prefix}:modelserving:cluster`;
   const cached = await redis.get(key);
   if (cached) {

@@ -3,7 +3,7 @@
  * function writes: per ModelServing, the groups and roles with their states, decoded and typed, as
  * Kthena's `/debug/modelserving/cache` shows its in-memory store.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/connection.js';
 import type { RoleStatusEntry, RoleStatusReader } from '../../ops/role-status.js';
 import { scanPage } from '../../ops/scan-page.js';
 import { decodeRoleStatus, readRoleStatus, ROLE_STATUS_KEY_PART, roleStatusKey, type StoredRoleStatus } from './role-store.js';
@@ -23,7 +23,7 @@ function entryOf(prefix: string, s: StoredRoleStatus): RoleStatusEntry {
   };
 }
 
-export function modelServingRoleStatusReader(redis: Redis, prefix: string): RoleStatusReader {
+export function modelServingRoleStatusReader(redis: RedisClient, prefix: string): RoleStatusReader {
   return {
     // A page of keys by SCAN from the token's cursor, then one pipelined HGETALL for that page only:
     // the cost of a request is bounded by its limit, never by how many ModelServings are stored.
@@ -31,14 +31,16 @@ export function modelServingRoleStatusReader(redis: Redis, prefix: string): Role
       const base = `${prefix}:${ROLE_STATUS_KEY_PART}:`;
       const match = `${base}${opts.namespace !== undefined ? `${opts.namespace.replace(/[*?[\]\\]/g, '\\$&')}/` : ''}*`;
       const page = await scanPage(redis, { match, limit: opts.limit ?? 100, continue: opts.continue });
-      const hashes = page.keys.length ? ((await redis.pipeline(page.keys.map((k) => ['hgetall', k])).exec()) ?? []) : [];
+      // Sent together, not as one pipeline: on a Redis Cluster the keys of a page live on several nodes.
+      // A key that fails to read is left out of the page, as before.
+      const hashes = await Promise.all(page.keys.map((k) => redis.hgetall(k).catch(() => undefined)));
       const entries: RoleStatusEntry[] = [];
       page.keys.forEach((k, i) => {
-        const [err, hash] = hashes[i] ?? [];
+        const hash = hashes[i];
         const objectKey = k.slice(base.length);
         const slash = objectKey.indexOf('/');
-        if (err || slash < 0 || !hash || typeof hash !== 'object' || Object.keys(hash).length === 0) return;
-        entries.push(entryOf(prefix, decodeRoleStatus(objectKey.slice(0, slash), objectKey.slice(slash + 1), hash as Record<string, string>)));
+        if (slash < 0 || !hash || Object.keys(hash).length === 0) return;
+        entries.push(entryOf(prefix, decodeRoleStatus(objectKey.slice(0, slash), objectKey.slice(slash + 1), hash)));
       });
       return { entries, ...(page.continue ? { continue: page.continue } : {}) };
     },

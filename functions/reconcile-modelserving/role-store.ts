@@ -18,11 +18,12 @@
  * the transitions are emitted after it, from the outbox: a worker that dies in between leaves them
  * there and the next reconcile sends them (at least once).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/connection.js';
 import { z } from 'zod';
 import { parseJson, sortedJson } from '../../kube/json.js';
 import type { RoleStatusSnapshot, RoleTransition } from './plan/role-status.js';
 import { runScript } from '../../queue/run-script.js';
+import { scanKeys } from '../../queue/scan.js';
 
 export const ROLE_STATUS_KEY_PART = 'modelserving:roles';
 
@@ -132,7 +133,7 @@ export interface RoleStore {
   remove(): Promise<void>;
 }
 
-export function roleStore(redis: Redis, prefix: string, namespace: string, name: string): RoleStore {
+export function roleStore(redis: RedisClient, prefix: string, namespace: string, name: string): RoleStore {
   const key = roleStatusKey(prefix, namespace, name);
   const forOwner = (hash: Record<string, string>, uid: string): StoredRoleStatus | undefined => {
     if (Object.keys(hash).length === 0) return undefined;
@@ -166,20 +167,14 @@ export function roleStore(redis: Redis, prefix: string, namespace: string, name:
  * Read-only view of the datastore for the ops server's dump and for tests: one ModelServing, a
  * namespace, or everything under `prefix`.
  */
-export async function readRoleStatus(redis: Redis, prefix: string, namespace?: string, name?: string): Promise<StoredRoleStatus[]> {
+export async function readRoleStatus(redis: RedisClient, prefix: string, namespace?: string, name?: string): Promise<StoredRoleStatus[]> {
   if (namespace !== undefined && name !== undefined) {
     const hash = await redis.hgetall(roleStatusKey(prefix, namespace, name));
     return Object.keys(hash).length ? [decodeRoleStatus(namespace, name, hash)] : [];
   }
   const base = `${prefix}:${ROLE_STATUS_KEY_PART}:`;
   const glob = `${base}${namespace !== undefined ? `${namespace.replace(/[*?[\]\\]/g, '\\$&')}/` : ''}*`;
-  const keys = new Set<string>();
-  let cursor = '0';
-  do {
-    const [next, batch] = await redis.scan(cursor, 'MATCH', glob, 'COUNT', 500);
-    cursor = next;
-    for (const k of batch) keys.add(k);
-  } while (cursor !== '0');
+  const keys = await scanKeys(redis, glob);
   const out: StoredRoleStatus[] = [];
   for (const k of [...keys].sort()) {
     const objectKey = k.slice(base.length);

@@ -7,6 +7,7 @@
  */
 import type { SweepContext } from '../../runtime/function.js';
 import { runScript } from '../../queue/run-script.js';
+import { scanKeys } from '../../queue/scan.js';
 import { ROLE_STATUS_KEY_PART } from './role-store.js';
 
 // Deletes the hash only if its seq is still the one read before the object was found gone. Every
@@ -18,13 +19,8 @@ return redis.call('DEL', KEYS[1])
 
 export async function sweepRoleStatus(ctx: SweepContext): Promise<number> {
   const base = `${ctx.prefix}:${ROLE_STATUS_KEY_PART}:`;
-  const keys = new Set<string>();
-  let cursor = '0';
-  do {
-    const [next, batch] = await ctx.redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', 500);
-    cursor = next;
-    for (const k of batch) keys.add(k);
-  } while (cursor !== '0');
+  // Every primary of a cluster: one entry per ModelServing, spread over slots.
+  const keys = await scanKeys(ctx.redis, `${base}*`);
   let removed = 0;
   for (const redisKey of keys) {
     const objectKey = redisKey.slice(base.length);

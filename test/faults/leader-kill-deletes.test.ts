@@ -21,6 +21,7 @@ import { roleStatusKey, roleStore } from '../../functions/reconcile-modelserving
 import { sweepRoleStatus } from '../../functions/reconcile-modelserving/sweep.js';
 import { sweepVariantState } from '../../functions/reconcile-autoscaler/sweep.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
+import { queuePrefix } from '../../queue/keys.js';
 import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
 import { eventRequestsKey, pendingEventObjects } from '../../runtime/event-sink.js';
 import type { SweepContext } from '../../runtime/function.js';
@@ -128,7 +129,7 @@ describe('fault: watcher leader SIGKILLed while objects are deleted', () => {
 
     // One resync tick that started after both the takeover and the deletes, and finished.
     const connection = new Redis(sb.redisUrl, { maxRetriesPerRequest: null });
-    const queue = new Queue(RECONCILE_MODELSERVING, { connection, prefix: sb.prefix });
+    const queue = new Queue(RECONCILE_MODELSERVING, { connection, prefix: queuePrefix(sb.prefix, RECONCILE_MODELSERVING) });
     try {
       const after = Math.max(takeoverAt, goneAt);
       const tick = await waitFor('one resync tick after the takeover', 4 * RESYNC_MS + 30_000, async () => {

@@ -35,7 +35,10 @@ export class FaultCase {
     this.prefix = `faults-${name}-${Math.random().toString(36).slice(2, 8)}`;
     this.historyDir = mkdtempSync(path.join(tmpdir(), `ripple-faults-${name}-`));
     this.world = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
-    this.queueRedis = createRedis(queueUrl, { maxRetriesPerRequest: null });
+    const queueRedis = createRedis(queueUrl, { maxRetriesPerRequest: null });
+    // One server or a Sentinel-managed primary; a Redis Cluster case uses harness/cluster-case.ts.
+    if (!(queueRedis instanceof Redis)) throw new Error(`FaultCase needs one Redis or Sentinel, not a cluster (${queueUrl})`);
+    this.queueRedis = queueRedis;
     // ioredis reports every failed reconnect while the case has Redis down; that is the fault, not news.
     this.queueRedis.on('error', () => undefined);
     this.queue = new WorkQueue({ name: QUEUE_NAME, connection: this.queueRedis, prefix: this.prefix, log: createLogger(`faults-${name}`, 'error') });
