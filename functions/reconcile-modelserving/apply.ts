@@ -20,6 +20,7 @@ import type { Logger } from '../../runtime/log.js';
 import { deleteThroughLifecycle } from '../ops-lifecycle/client/index.js';
 import { describeAction, type Action } from './plan/actions.js';
 import { MODELSERVING_DELETION } from './lifecycle.js';
+import { classifyRefusal, type Refusal } from './refusal.js';
 
 export interface ApplyOptions {
   kc: KubeConfig;
@@ -53,6 +54,17 @@ export class RejectedChildError extends Error {
     readonly apiMessage: string,
   ) {
     super(`${describeAction(action)} was rejected: ${apiMessage}`);
+  }
+}
+
+/** A quota, a policy or RBAC refused a child (refusal.ts): reported on status, not retried with backoff. */
+export class RefusedChildError extends Error {
+  override readonly name = 'RefusedChildError';
+  constructor(
+    readonly action: Action,
+    readonly refusal: Refusal,
+  ) {
+    super(`${describeAction(action)} was refused: ${refusal.message}`);
   }
 }
 
@@ -190,6 +202,8 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
       // The API server's own words, without the request line kubeRequest puts in front.
       throw new RejectedChildError(a, err.message.replace(/^[A-Z]+ \S+: \d+ /, ''));
     }
+    const refusal = a.kind === 'createPod' || a.kind === 'createService' ? classifyRefusal(err) : undefined;
+    if (refusal) throw new RefusedChildError(a, refusal);
     throw err;
   }
 }

@@ -10,7 +10,8 @@ import { Resources } from '../../kube/resources.js';
 import { TerminalError } from '../../runtime/errors.js';
 import type { Handler, HandlerContext, ReconcileResult } from '../../runtime/function.js';
 import { writeStatus, type StatusOwner } from '../../status/write.js';
-import { applyActions, RejectedChildError } from './apply.js';
+import { applyActions, RefusedChildError, RejectedChildError } from './apply.js';
+import { REFUSAL_RECHECK_MS } from './refusal.js';
 import { modelServingConfig } from './config.js';
 import { enrolled, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
 import { isNamespaceTerminating, terminatingMemory } from './namespace-terminating.js';
@@ -20,7 +21,8 @@ import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
 import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.js';
 import type { RoleTransition } from './plan/role-status.js';
 import { roleStore, snapshotsEqual } from './role-store.js';
-import { invalidSpecStatus, unifiedStatus, type UnifiedStatus } from './unified-status.js';
+import { invalidSpecStatus, SERVING_GROUPS_CHILD, unifiedStatus, type UnifiedStatus } from './unified-status.js';
+import type { ClassifiedError } from '../../status/engine.js';
 
 /** Kthena's recorder component: tools that filter Events by source keep working. */
 export const EVENT_SOURCE = 'modelserving-controller';
@@ -51,15 +53,20 @@ async function rejectSpec(ctx: HandlerContext, obj: KubeObject, problems: string
   throw new TerminalError(problems.join('; '));
 }
 
+/** Which template a child came from, as a field path the user can fix. */
+function templatePath(ms: ModelServing, a: Action): string {
+  if (a.kind !== 'createPod') return 'spec.template.roles';
+  const roleName = a.pod.metadata?.labels?.[LABEL_ROLE];
+  const i = ms.spec.template.roles.findIndex((r) => r.name === roleName);
+  const which = a.pod.metadata?.labels?.[LABEL_ENTRY] === 'true' ? 'entryTemplate' : 'workerTemplate';
+  return i >= 0 ? `spec.template.roles[${i}].${which}` : 'spec.template.roles';
+}
+
 /** Which template a rejected child came from, as a field path the user can fix. */
 function rejectionProblem(ms: ModelServing, err: RejectedChildError): string {
   const a = err.action;
   if (a.kind === 'createPod') {
-    const roleName = a.pod.metadata?.labels?.[LABEL_ROLE];
-    const i = ms.spec.template.roles.findIndex((r) => r.name === roleName);
-    const which = a.pod.metadata?.labels?.[LABEL_ENTRY] === 'true' ? 'entryTemplate' : 'workerTemplate';
-    const at = i >= 0 ? `spec.template.roles[${i}].${which}` : 'spec.template.roles';
-    return `${at}: the API server rejected pod ${a.pod.metadata?.name ?? ''} built from it: ${err.apiMessage}`;
+    return `${templatePath(ms, a)}: the API server rejected pod ${a.pod.metadata?.name ?? ''} built from it: ${err.apiMessage}`;
   }
   return `spec.template: the API server rejected an object built from it: ${err.message}`;
 }
@@ -169,6 +176,24 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     });
   } catch (err) {
     if (err instanceof RejectedChildError) return rejectSpec(ctx, obj, [rejectionProblem(ms, err)]);
+    if (err instanceof RefusedChildError) {
+      // A quota, PodSecurity, a webhook or RBAC: status says which and what the API server said; the
+      // queue does not back off on it (nothing changes by retrying sooner), the ModelServing is looked
+      // at again slowly, and the role datastore waits for a plan that went through.
+      const a = err.action;
+      const what = a.kind === 'createPod' ? `pod ${a.pod.metadata?.name ?? ''}` : a.kind === 'createService' ? `Service ${a.service.metadata?.name ?? ''}` : 'a child';
+      const where = err.refusal.class === 'Spec' ? `${templatePath(ms, a)}: ` : '';
+      const u = unifiedStatus(plan.status, plan.problems, children.pods, plan.blocked);
+      const refused: ClassifiedError = {
+        class: err.refusal.class,
+        reason: err.refusal.reason,
+        child: SERVING_GROUPS_CHILD,
+        message: `${where}the API server refused ${what}: ${err.refusal.message}`,
+      };
+      await writeUnified(ctx, obj, { ...u, input: { ...u.input, errors: [...(u.input.errors ?? []), refused] } });
+      ctx.log.warn({ refusal: err.refusal }, 'a child was refused; reported on status');
+      return { requeueAfterMs: REFUSAL_RECHECK_MS };
+    }
     if (isNamespaceTerminating(err)) {
       await dying.remember(uid);
       ctx.log.info('namespace is being deleted; no more children are created for this ModelServing');

@@ -425,3 +425,40 @@ describe('ModelServing in a namespace being deleted (issue 13 scenario 10)', () 
     expect(await listPods(sb, 'ns')).toEqual([]);
   });
 });
+
+describe('ModelServing whose pods a ResourceQuota refuses (issue 13 scenario 4, API refusals)', () => {
+  let sb: TestSandbox;
+  let ripple: RunningRipple | undefined;
+
+  beforeAll(async () => {
+    sb = await openSandbox('ms-quota');
+    ripple = await startRipple(sb, modelServingFunctions());
+  });
+  afterAll(async () => {
+    await ripple?.stop();
+    await sb?.cleanup();
+  });
+
+  it('says on status that the quota refused a pod, in the API server words, and converges once the quota is raised', async () => {
+    const quota = (pods: string) => ({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'pods' }, spec: { hard: { pods } } });
+    const quotaPath = `/api/v1/namespaces/${sb.namespace}/resourcequotas`;
+    await kubeRequest(sb.kc, quotaPath, { method: 'POST', body: quota('1') });
+    // Admission counts against the quota's status, which the quota controller fills in.
+    await waitFor('the quota to be counted', 60_000, async () => {
+      const q = (await kubeRequest(sb.kc, `${quotaPath}/pods`)) as { status?: { hard?: { pods?: string } } };
+      return q.status?.hard?.pods === '1';
+    }, 250);
+    await createMs(sb, msManifest('q', sb.namespace, { replicas: 2, roles: one(IMAGE_A) }));
+    const refused = await waitFor('status to say the quota refused a pod', 60_000, async () => {
+      const ms = await getMs(sb, 'q');
+      return condition(ms, 'Ready')?.reason === 'InsufficientCapacity' ? ms : false;
+    }, 250);
+    expect(refused.status?.phase).toBe('Starting');
+    expect(condition(refused, 'Ready')?.message).toMatch(/the API server refused pod q-[01]-main-0-0: .*exceeded quota: pods/);
+    expect(condition(refused, 'ConfigValid')?.status).not.toBe('False');
+
+    await kubeRequest(sb.kc, `${quotaPath}/pods`, { method: 'PATCH', body: { spec: { hard: { pods: '2' } } }, contentType: 'application/merge-patch+json' });
+    const { ms } = await waitConverged(sb, 'q', { podsPerGroup: 1, timeoutMs: 100_000 });
+    expect(condition(ms, 'Ready')?.status).toBe('True');
+  }, 180_000);
+});

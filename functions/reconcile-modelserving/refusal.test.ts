@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { KubeApiError } from '../../kube/raw.js';
+import { classifyRefusal } from './refusal.js';
+
+const api = (code: number, msg: string) => new KubeApiError(code, 'Forbidden', `POST /api/v1/namespaces/x/pods: ${code} ${msg}`);
+
+describe('API refusals of a child (issue 13 scenario 4)', () => {
+  it('classifies a quota as capacity, PodSecurity and webhooks as spec, RBAC as auth', () => {
+    expect(classifyRefusal(api(403, 'pods "a" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1'))).toEqual({
+      class: 'Capacity',
+      reason: 'QuotaExceeded',
+      message: 'pods "a" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1',
+    });
+    expect(classifyRefusal(api(403, 'pods "a" is forbidden: violates PodSecurity "restricted:latest": privileged'))?.reason).toBe('PodSecurity');
+    expect(classifyRefusal(api(400, 'admission webhook "v.example.com" denied the request: no'))?.class).toBe('Spec');
+    expect(classifyRefusal(api(403, 'pods is forbidden: User "ripple" cannot create resource "pods" in API group ""'))?.class).toBe('Auth');
+  });
+
+  it('leaves everything else to the usual retry', () => {
+    expect(classifyRefusal(api(403, 'unable to create new content in namespace x because it is being terminated'))).toBeUndefined();
+    expect(classifyRefusal(api(500, 'etcdserver: request timed out'))).toBeUndefined();
+    expect(classifyRefusal(new Error('exceeded quota'))).toBeUndefined();
+  });
+});
