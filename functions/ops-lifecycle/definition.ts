@@ -1,6 +1,7 @@
 import { Resources } from '../../kube/resources.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { mapToSelf } from '../../watcher/mappers.js';
+import { keepFields } from '../../watcher/projection.js';
 import { opsLifecycleEnvSchema } from './config.js';
 import { reconcile } from './handler.js';
 import { ENDPOINT_SLICE } from './pod-access/endpoint-slices.js';
@@ -26,10 +27,10 @@ export function definition(env: Readonly<Record<string, string | undefined>> = p
     primary: Resources.pod,
     primaryLabelSelector: CONTROLLED_PODS_SELECTOR,
     triggers: [
-      { resource: Resources.pod, labelSelector: CONTROLLED_PODS_SELECTOR, predicate: lifecycleInputsChanged, map: mapToSelf },
-      { resource: Resources.service, predicate: serviceExpectationMayBeStale, map: mapServiceToExpectingPods },
+      { resource: Resources.pod, labelSelector: CONTROLLED_PODS_SELECTOR, predicate: lifecycleInputsChanged, map: mapToSelf, projection: keepFields('status.conditions') },
+      { resource: Resources.service, predicate: serviceExpectationMayBeStale, map: mapServiceToExpectingPods, projection: keepFields('spec.selector') },
       // A preparing Pod may wait for its endpoints to go (OPS_LIFECYCLE_TRAFFIC_OFF=endpointslices).
-      { resource: ENDPOINT_SLICE, predicate: endpointSliceStoppedRouting, map: mapEndpointSliceToPods },
+      { resource: ENDPOINT_SLICE, predicate: endpointSliceStoppedRouting, map: mapEndpointSliceToPods, projection: keepFields('endpoints') },
     ],
     reconcile,
     resyncIntervalMs: config.OPS_LIFECYCLE_RESYNC_MS,

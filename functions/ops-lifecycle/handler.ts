@@ -74,6 +74,17 @@ export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Pro
     staleExpectationKeys: state.deleting ? [] : await staleExpectations(ctx.kc, state),
     trafficOff: await isTrafficOff(ctx, pod, state),
   });
+  // Stuck states are reported whether or not anything moves: nothing will, until a human acts. Each resync
+  // repeats them (emit-events counts the repeats on one Event).
+  for (const message of plan.stuck) {
+    await ctx.events.emit({
+      involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace: req.namespace, name: req.name, uid: pod.metadata.uid },
+      type: 'Warning',
+      reason: 'LifecycleStuck',
+      message,
+      source: EVENT_SOURCE,
+    });
+  }
   if (plan.skipped !== undefined || !plan.changed) return;
   // Only when something moves, so a Pod without the gate is not reported on every resync.
   for (const warning of plan.warnings) ctx.log.warn({ warning }, 'pod lifecycle problem');

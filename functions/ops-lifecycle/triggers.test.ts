@@ -24,7 +24,13 @@ describe('lifecycleInputsChanged', () => {
 
   it('drops updates the plan does not depend on, and deletes', () => {
     expect(update(pod({ podIP: '10.0.0.1' }), pod({ podIP: '10.0.0.2' }))).toBe(false);
-    expect(passes(lifecycleInputsChanged, { type: 'delete', object: pod(), synthetic: false })).toBe(false);
+    const terminating = { ...pod(), metadata: { ...pod().metadata, labels: {}, deletionTimestamp: '2026-01-01T00:00:00Z' } };
+    expect(passes(lifecycleInputsChanged, { type: 'delete', object: terminating, synthetic: false })).toBe(false);
+  });
+
+  it('passes the delete the selected watch reports when the control label is removed (the Pod is not terminating)', () => {
+    expect(passes(lifecycleInputsChanged, { type: 'delete', object: pod(), synthetic: false })).toBe(true);
+    expect(passes(lifecycleInputsChanged, { type: 'delete', object: pod(), synthetic: true })).toBe(false);
     expect(passes(lifecycleInputsChanged, { type: 'create', object: pod() })).toBe(true);
   });
 });

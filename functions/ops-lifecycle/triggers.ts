@@ -31,12 +31,14 @@ function lifecycleInputs(obj: KubeObject): unknown {
 }
 
 /**
- * Pod events worth a reconcile. Deletes are dropped: a deleted Pod, or one whose control label went (the
- * label-selected watch reports that as a delete), has no lifecycle left to drive.
+ * Pod events worth a reconcile. The label-selected watch reports a Pod whose control label went as a delete
+ * (carrying its last matching version, so the label is still on it): that one passes, because the lifecycle may
+ * have left its gate False (planReconcile gives it back). A Pod that was terminating has nothing left to drive; a
+ * Pod deleted at once costs one GET that answers 404.
  */
 export const lifecycleInputsChanged: Predicate = {
   update: (e) => !isDeepStrictEqual(lifecycleInputs(e.old), lifecycleInputs(e.object)),
-  delete: () => false,
+  delete: (e) => !e.synthetic && e.object.metadata.deletionTimestamp === undefined,
 };
 
 const serviceSelectorSchema = z.object({

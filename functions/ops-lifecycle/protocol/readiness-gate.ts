@@ -7,7 +7,7 @@ import { liveLifecycles, type LifecycleView } from './view.js';
 export interface DesiredServiceReady {
   status: 'True' | 'False';
   /** CamelCase reason put on the condition */
-  reason: 'StayOffline' | 'LifecycleInProgress' | 'LifecycleCompleting' | 'NoLifecycle';
+  reason: 'StayOffline' | 'LifecycleInProgress' | 'LifecycleCompleting' | 'NoLifecycle' | 'NotControlled';
 }
 
 /**

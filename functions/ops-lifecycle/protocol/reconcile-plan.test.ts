@@ -108,7 +108,7 @@ describe('planReconcile', () => {
     expect(p.warnings).toEqual([
       'invalid label operating.podopslifecycle.kusionstack.io',
       'lifecycle x: operating value "soon" is not a Unix-nanosecond timestamp',
-      'lifecycle x: operating without operation-type; it cannot pass pre-check',
+      'lifecycle x: operating without operation-type; it cannot pass pre-check, and while it holds operating no other ID gets past operate (add the type, or remove the ID)',
       expect.stringContaining('pod.kusionstack.io/available-conditions is not JSON'),
       expect.stringContaining('spec.readinessGates lacks pod.kusionstack.io/service-ready'),
     ]);
@@ -144,5 +144,19 @@ describe('podStateFromV1Pod', () => {
       readinessGates: [SERVICE_READY_CONDITION],
       deleting: true,
     });
+  });
+
+  it('reports stuck states apart, so the handler emits them as Warning Events even when nothing moves', () => {
+    const plan = planReconcile({ pod: pod({ [k('operating', 'x')]: '1' }, { ready: true, gate: 'True' }), now: NOW });
+    expect(plan.stuck).toEqual([expect.stringContaining('operating without operation-type')]);
+  });
+
+  it('gives the gate back to a Pod that left the lifecycle with it False (scenario 6)', () => {
+    const left = podState({ labels: { [k('preparing', 'x')]: '1' }, readinessGates: [SERVICE_READY_CONDITION], conditions: [{ type: SERVICE_READY_CONDITION, status: 'False' }] });
+    const plan = planReconcile({ pod: left, now: NOW });
+    expect(plan.changed).toBe(true);
+    expect(plan.serviceReady).toMatchObject({ status: 'True', reason: 'NotControlled' });
+    expect(plan.labels.set).toEqual({});
+    expect(planReconcile({ pod: { ...left, conditions: [] }, now: NOW }).skipped).toBe('NotControlled');
   });
 });

@@ -51,6 +51,11 @@ export interface LifecyclePlan {
   events: PlanEvent[];
   /** things a human should know (malformed labels, unreadable annotation, missing gate) */
   warnings: string[];
+  /**
+   * States that hold the lifecycle (or every other ID) until a human acts: malformed labels, an unreadable
+   * annotation. The handler reports each as a Warning Event on every reconcile that sees it, changed or not.
+   */
+  stuck: string[];
   /** the lifecycle as it will read once the plan is applied */
   view: LifecycleView;
   changed: boolean;
@@ -83,19 +88,21 @@ export function planReconcile(input: ReconcileInput): LifecyclePlan {
     annotations: emptyDiff(),
     events: [],
     warnings: [],
+    stuck: [],
     view: observedView,
     changed: false,
     skipped,
   });
-  if (!isControlled(pod.labels)) return noop('NotControlled');
+  if (!isControlled(pod.labels)) return leftTheLifecycle(pod, now) ?? noop('NotControlled');
   // A Pod on its way out is left to its finalizers; relabelling it would only race the deletion.
   if (pod.deleting) return noop('Deleting');
 
   const checks: TransitionChecks = { preCheck: true, postCheck: true, ...input.checks };
   const stale = new Set(input.staleExpectationKeys ?? []);
-  const warnings = [...observedView.problems];
+  const stuck = [...observedView.problems];
   const expectations = expectationStatus(pod);
-  if (!expectations.readable && expectations.error !== undefined) warnings.push(expectations.error);
+  if (!expectations.readable && expectations.error !== undefined) stuck.push(expectations.error);
+  const warnings = [...stuck];
   if (!hasServiceReadyGate(pod)) {
     warnings.push(`spec.readinessGates lacks ${SERVICE_READY_CONDITION}: the Pod's Ready condition will not follow the lifecycle`);
   }
@@ -151,7 +158,29 @@ export function planReconcile(input: ReconcileInput): LifecyclePlan {
     ...(gate ? { serviceReady: gate.condition } : {}),
     events,
     warnings,
+    stuck,
     view: finalView,
     changed: !isEmptyDiff(labels) || !isEmptyDiff(annotations) || gate !== undefined,
+  };
+}
+
+/**
+ * A Pod whose control label went away (its owner took it out of the lifecycle) keeps whatever service-ready the
+ * lifecycle last wrote. If that was False, its Ready would stay False forever, with nobody left to flip it: give
+ * the gate back. The lifecycle labels stay, as data; nothing drives them any more.
+ */
+function leftTheLifecycle(pod: PodState, now: UnixNanos): LifecyclePlan | undefined {
+  if (pod.deleting || serviceReadyStatus(pod) !== 'False') return undefined;
+  const gate = serviceReadyWrite('False', { status: 'True', reason: 'NotControlled' }, now);
+  if (gate === undefined) return undefined;
+  return {
+    labels: emptyDiff(),
+    annotations: emptyDiff(),
+    serviceReady: gate.condition,
+    events: [gate.event],
+    warnings: [],
+    stuck: [],
+    view: parseLifecycleView(pod.labels),
+    changed: true,
   };
 }

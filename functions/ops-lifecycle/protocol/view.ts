@@ -69,7 +69,7 @@ function entryOf(id: string, labels: IdLabels, problems: string[]): LifecycleEnt
     else timestamps[l as TimestampLabel] = ts;
   }
   if (labels.operating !== undefined && labels.operationType === undefined) {
-    problems.push(`lifecycle ${id}: operating without operation-type; it cannot pass pre-check`);
+    problems.push(`lifecycle ${id}: operating without operation-type; it cannot pass pre-check, and while it holds operating no other ID gets past operate (add the type, or remove the ID)`);
   }
   return {
     id,
