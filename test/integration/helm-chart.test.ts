@@ -209,8 +209,11 @@ beforeAll(async () => {
   ok(kubectl(['create', 'namespace', fnNamespace]), 'creating the OpenFaaS function namespace');
   for (const c of PLATFORM_CRDS) {
     const name = z.object({ metadata: z.object({ name: z.string() }) }).parse(c).metadata.name;
-    // A cluster that already serves the kind is validated against that (another test may own it).
-    if (kubectl(['get', 'crd', name]).status === 0) continue;
+    // A cluster that already serves the kind is validated against that (another test may own it), unless
+    // it is on its way out (an earlier file deleted it without waiting): then wait, and install ours.
+    const existing = kubectl(['get', 'crd', name, '-o', 'jsonpath={.metadata.deletionTimestamp}']);
+    if (existing.status === 0 && existing.stdout.trim() === '') continue;
+    if (existing.status === 0) ok(kubectl(['wait', '--for=delete', `crd/${name}`, '--timeout=120s']), `${name} to be deleted`);
     ok(kubectl(['create', '-f', '-'], JSON.stringify(c)), `installing ${name}`);
     installedCrds.push(name);
   }
