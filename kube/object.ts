@@ -41,7 +41,11 @@ export type KubeObject = z.infer<typeof kubeObjectSchema>;
 
 export const listSchema = z.object({
   metadata: z.object({ resourceVersion: z.string().optional(), continue: z.string().optional() }).passthrough(),
-  items: z.array(kubeObjectSchema),
+  // A metadata-only list (PartialObjectMetadataList) with nothing in it says `items: null`.
+  items: z
+    .array(kubeObjectSchema)
+    .nullable()
+    .transform((items) => items ?? []),
 });
 
 /** A Kubernetes Status object, as returned on errors and inside watch ERROR events. */

@@ -37,6 +37,8 @@ export interface RawRequest {
   query?: Record<string, string | number | boolean | undefined>;
   body?: unknown;
   contentType?: string;
+  /** The Accept header (default application/json); the watcher asks for PartialObjectMetadataList with it. */
+  accept?: string;
   /** The caller's cancellation; combined with the timeout (whichever comes first). */
   signal?: AbortSignal;
   /** Overrides DEFAULT_REQUEST_TIMEOUT_MS for this call; 0 disables the timeout (the caller's signal bounds it). */
@@ -56,7 +58,7 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   init.method = req.method ?? 'GET';
   // applyToFetchOptions returns a Headers object (with the Authorization header); keep it, add ours.
   const headers = new Headers(init.headers);
-  headers.set('Accept', 'application/json');
+  headers.set('Accept', req.accept ?? 'application/json');
   if (req.body !== undefined) {
     headers.set('Content-Type', req.contentType ?? 'application/json');
     init.body = JSON.stringify(req.body);

@@ -5,6 +5,7 @@ import type { KubeObject } from '../kube/object.js';
 import type { ResourceRef } from '../kube/resources.js';
 import type { WatchEvent } from '../watcher/events.js';
 import type { Predicate } from '../watcher/predicates.js';
+import type { Projection } from '../watcher/projection.js';
 import type { EventSink } from './events.js';
 import type { Logger } from './log.js';
 
@@ -80,6 +81,13 @@ export interface Trigger {
   optional?: boolean;
   predicate?: Predicate;
   map: Mapper;
+  /**
+   * What of each object the watcher keeps for this trigger (watcher/projection.ts): metadata plus the
+   * fields its predicate and mapper read, and what other mappers read of this resource through
+   * MapContext.list. `ONLY_METADATA` also makes the watch metadata-only. Default: the whole object
+   * without managedFields. A watch shared by several triggers keeps the union.
+   */
+  projection?: Projection;
 }
 
 /** What a function's metrics and resync hooks may read (state lives in Redis, not the process). */

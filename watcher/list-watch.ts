@@ -1,4 +1,5 @@
 import { Watch, type KubeConfig } from '@kubernetes/client-node';
+import { Headers } from 'node-fetch';
 import type { Logger } from '../runtime/log.js';
 import { listSchema, type KubeObject } from '../kube/object.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, KubeApiError, kubeRequest } from '../kube/raw.js';
@@ -8,6 +9,7 @@ import type { DeliveryBufferOptions } from './delivery-buffer.js';
 import { DeliveryPump } from './delivery-pump.js';
 import type { WatchEvent } from './events.js';
 import type { WatchMetrics } from './metrics.js';
+import { isMetadataOnly, project, type Projection } from './projection.js';
 import { ObjectStore } from './store.js';
 import { parseWatchLine } from './watch-line.js';
 
@@ -36,7 +38,20 @@ export interface ListWatchOptions {
   /** Server-side watch timeout, seconds; default random in [300, 600) like client-go's reflector. */
   watchTimeoutSeconds?: () => number;
   pageSize?: number;
+  /**
+   * What of each object the store and the delivery buffer keep (projection.ts); default the whole
+   * object without managedFields. Metadata only also asks the API server for metadata only.
+   */
+  projection?: Projection;
 }
+
+/**
+ * The API server's metadata-only representation (client-go's metadata client): a list answers a
+ * PartialObjectMetadataList and a watch streams PartialObjectMetadata. Plain JSON follows as a
+ * fallback for a server that cannot convert; the projection strips such objects here instead.
+ */
+export const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+export const METADATA_WATCH_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 
 export interface WatchHealth {
   resource: string;
@@ -83,10 +98,16 @@ export class ListWatch {
   private readonly id: string;
   private readonly pump: DeliveryPump;
   private readonly loop: Promise<void>;
+  private readonly metadataOnly: boolean;
+  private readonly kind: string;
+  private readonly apiVersion: string;
 
   constructor(private readonly opts: ListWatchOptions) {
     this.backoff = new ReconnectBackoff(opts.backoff);
     this.id = resourceId(opts.resource);
+    this.metadataOnly = isMetadataOnly(opts.projection);
+    this.kind = opts.resource.kind;
+    this.apiVersion = opts.resource.group ? `${opts.resource.group}/${opts.resource.version}` : opts.resource.version;
     this.pump = new DeliveryPump({
       resource: this.id,
       deliver: opts.onEvent,
@@ -180,31 +201,30 @@ export class ListWatch {
     }
   }
 
+  /**
+   * Lists the resource page by page and diffs each page against the store as it arrives (mark), then
+   * sweeps what no page carried as synthetic deletes: memory holds the store, one page and the keys
+   * seen, never a second copy of the whole resource (docs/kernel.md "Memory").
+   */
   private async relist(): Promise<string> {
-    const items: KubeObject[] = [];
+    const relist = this.store.beginRelist();
     let cont: string | undefined;
     let rv = '';
     do {
       const page = listSchema.parse(
         await kubeRequest(this.opts.kc, collectionPath(this.opts.resource, this.opts.namespace), {
           query: { limit: this.opts.pageSize ?? 500, continue: cont, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },
+          accept: this.metadataOnly ? METADATA_LIST_ACCEPT : undefined,
           signal: this.stopping.signal,
         }),
       );
-      items.push(...page.items);
+      for (const item of page.items) for (const event of relist.add(this.lean(item))) this.pump.push(event);
       cont = page.metadata.continue || undefined;
       rv = page.metadata.resourceVersion ?? '';
     } while (cont);
-    const kind = this.opts.resource.kind;
-    const apiVersion = this.opts.resource.group ? `${this.opts.resource.group}/${this.opts.resource.version}` : this.opts.resource.version;
-    // List items come without kind/apiVersion; fill them so mappers and handlers need not guess.
-    for (const item of items) {
-      item.kind ??= kind;
-      item.apiVersion ??= apiVersion;
-    }
+    for (const event of relist.finish()) this.pump.push(event);
     this.relists++;
     this.opts.metrics?.relists.inc({ resource: this.id });
-    for (const event of this.store.replace(items)) this.pump.push(event);
     this.resourceVersion = rv;
     // The first list is delivered before the watch counts as synced (waitForSync's promise); later
     // relists go on to watch while their events drain.
@@ -295,7 +315,7 @@ export class ListWatch {
           case 'object': {
             if (line.object.metadata.resourceVersion) last = line.object.metadata.resourceVersion;
             this.resourceVersion = last;
-            const event = this.store.apply(line.type, line.object);
+            const event = this.store.apply(line.type, this.lean(line.object));
             // Handed to the pump, never awaited here: client-node's callback must not throw or block.
             if (event) this.pump.push(event);
           }
@@ -303,7 +323,7 @@ export class ListWatch {
       };
       armIdle();
       if (this.stopped) return end();
-      new Watch(withHeaderTimeout(this.opts.kc, DEFAULT_REQUEST_TIMEOUT_MS))
+      new Watch(withHeaderTimeout(this.opts.kc, DEFAULT_REQUEST_TIMEOUT_MS, this.metadataOnly ? METADATA_WATCH_ACCEPT : undefined))
         .watch(
           collectionPath(this.opts.resource, this.opts.namespace),
           { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: timeout, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },
@@ -319,6 +339,18 @@ export class ListWatch {
           if (ended) c.abort();
         }, done);
     });
+  }
+
+  /**
+   * The object as stored and delivered: projected, with kind and apiVersion of the watched resource.
+   * List items come without them, and metadata-only payloads say PartialObjectMetadata; mappers and
+   * the dead-letter Event need the real ones.
+   */
+  private lean(obj: KubeObject): KubeObject {
+    const out = project(obj, this.opts.projection);
+    if (this.metadataOnly || out.kind === undefined) out.kind = this.kind;
+    if (this.metadataOnly || out.apiVersion === undefined) out.apiVersion = this.apiVersion;
+    return out;
   }
 
   private markUp(): void {
@@ -351,9 +383,17 @@ export class ListWatch {
  * request that never gets an answer fails and frees its socket. Watch sets its own signal and method
  * on the options, so a timeout is the one bound that can be added from outside. Delegates everything
  * else to `kc` through the prototype, so credentials (exec plugins, token files) behave as before.
+ * `accept` asks for another representation (metadata only).
  */
-function withHeaderTimeout(kc: KubeConfig, timeoutMs: number): KubeConfig {
+function withHeaderTimeout(kc: KubeConfig, timeoutMs: number, accept?: string): KubeConfig {
   const wrapped = Object.create(kc) as KubeConfig;
-  wrapped.applyToFetchOptions = async (opts) => ({ ...(await kc.applyToFetchOptions(opts)), timeout: timeoutMs });
+  wrapped.applyToFetchOptions = async (opts) => {
+    const init = await kc.applyToFetchOptions(opts);
+    if (accept === undefined) return { ...init, timeout: timeoutMs };
+    // Watch adds no headers of its own after this, so the Accept set here is the one sent.
+    const headers = new Headers(init.headers);
+    headers.set('Accept', accept);
+    return { ...init, headers, timeout: timeoutMs };
+  };
   return wrapped;
 }

@@ -11,6 +11,7 @@ import { matchesLabels, parseLabelSelector } from './label-selector.js';
 import { ListWatch, type ListWatchOptions, type WatchHealth } from './list-watch.js';
 import type { WatchMetrics } from './metrics.js';
 import { passes } from './predicates.js';
+import { describeProjection, mergeProjections } from './projection.js';
 import { isTransientSinkError } from './sink-errors.js';
 import { storeKey, type ObjectStore } from './store.js';
 
@@ -70,33 +71,41 @@ export class Watcher {
 
   start(): void {
     const makeSource = this.opts.source ?? ((o: ListWatchOptions) => new ListWatch(o));
+    // Grouped first, sources made after: a shared watch keeps the union of its triggers' projections.
+    const pending = new Map<string, GroupTriggers>();
     for (const fn of this.opts.functions) {
       for (const declared of fn.triggers) {
         const namespace = declared.namespace ?? (declared.resource.namespaced ? this.opts.namespace : undefined);
         const trigger = { ...declared, namespace };
         const id = `${resourceId(trigger.resource)}|${trigger.namespace ?? '*'}|${trigger.labelSelector ?? ''}`;
-        let group = this.groups.get(id);
-        if (!group) {
-          const triggers: GroupTriggers = [];
-          const source = makeSource({
-            kc: this.opts.kc,
-            resource: trigger.resource,
-            namespace: trigger.namespace,
-            labelSelector: trigger.labelSelector,
-            optional: trigger.optional,
-            log: this.opts.log,
-            onEvent: (event) => this.dispatch(triggers, event),
-            onDeadLetter: (event, err, attempts) => this.reportDeadLetter(trigger.resource, event, err, attempts),
-            delivery: this.opts.delivery,
-            metrics: this.opts.metrics,
-          });
-          group = { source, resource: trigger.resource, namespace: trigger.namespace, labelSelector: trigger.labelSelector, triggers };
-          this.groups.set(id, group);
-        }
-        group.triggers.push({ fn: fn.name, trigger });
+        const triggers = pending.get(id) ?? [];
+        triggers.push({ fn: fn.name, trigger });
+        pending.set(id, triggers);
       }
     }
-    this.opts.log.info({ watches: [...this.groups.keys()] }, 'watching');
+    for (const [id, triggers] of pending) {
+      const { trigger } = triggers[0] as GroupTriggers[number];
+      const projection = mergeProjections(triggers.map((t) => t.trigger.projection));
+      const source = makeSource({
+        kc: this.opts.kc,
+        resource: trigger.resource,
+        namespace: trigger.namespace,
+        labelSelector: trigger.labelSelector,
+        // Optional only if every trigger sharing the watch says so.
+        optional: triggers.every((t) => t.trigger.optional),
+        projection,
+        log: this.opts.log,
+        onEvent: (event) => this.dispatch(triggers, event),
+        onDeadLetter: (event, err, attempts) => this.reportDeadLetter(trigger.resource, event, err, attempts),
+        delivery: this.opts.delivery,
+        metrics: this.opts.metrics,
+      });
+      this.groups.set(id, { source, resource: trigger.resource, namespace: trigger.namespace, labelSelector: trigger.labelSelector, triggers });
+    }
+    this.opts.log.info(
+      { watches: [...pending].map(([id, triggers]) => ({ id, keep: describeProjection(mergeProjections(triggers.map((t) => t.trigger.projection))) })) },
+      'watching',
+    );
   }
 
   async waitForSync(timeoutMs?: number): Promise<void> {

@@ -17,6 +17,7 @@ import { Resources } from '../../kube/resources.js';
 import type { Mapper, Trigger } from '../../runtime/function.js';
 import { mapToSelf } from '../../watcher/mappers.js';
 import { and, deletionStarted, objectMatches, onlyEvents, passes, type Predicate } from '../../watcher/predicates.js';
+import { keepFields, ONLY_METADATA } from '../../watcher/projection.js';
 import type { AutoscalerNames } from './config/names.js';
 import { CONFIG_KEY } from './keys.js';
 import { belongsToInstance } from './saturation/active-variants.js';
@@ -53,11 +54,13 @@ export function autoscalerTriggers(names: AutoscalerNames): Trigger[] {
       resource: Resources.variantAutoscaling,
       predicate: and(onlyEvents('create'), objectMatches((o) => belongsToInstance({ metadata: o.metadata }, names.controllerInstance))),
       map: mapToSelf,
+      projection: keepFields('spec'), // the Deployment mapper below reads scaleTargetRef from this store
     },
     {
       resource: Resources.deployment,
       predicate: onlyEvents('create', 'delete'),
       map: deploymentToVariantAutoscalings(names.controllerInstance),
+      projection: ONLY_METADATA,
     },
     {
       resource: Resources.configMap,
@@ -68,6 +71,7 @@ export function autoscalerTriggers(names: AutoscalerNames): Trigger[] {
       ),
       // Refresh the configuration only: the next cycle reads it (seed 003 example 4).
       map: () => [CONFIG_KEY],
+      projection: ONLY_METADATA,
     },
     {
       resource: Resources.serviceMonitor,
@@ -76,6 +80,7 @@ export function autoscalerTriggers(names: AutoscalerNames): Trigger[] {
       optional: true,
       predicate: and(serviceMonitorEvents, objectMatches((o) => o.metadata.name === names.serviceMonitor)),
       map: mapServiceMonitor,
+      projection: ONLY_METADATA,
     },
   ];
 }

@@ -3,6 +3,7 @@ import { Resources } from '../../kube/resources.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { mapToControllerOwner, mapToSelf } from '../../watcher/mappers.js';
 import { onlyEvents } from '../../watcher/predicates.js';
+import { keepFields, ONLY_METADATA } from '../../watcher/projection.js';
 import { modelServingConfig } from './config.js';
 import { reconcile } from './handler.js';
 import { sweepRoleStatus } from './sweep.js';
@@ -24,12 +25,12 @@ export function definition(env: Readonly<Record<string, string | undefined>> = p
     name: RECONCILE_MODELSERVING,
     primary: Resources.modelServing,
     triggers: [
-      { resource: Resources.modelServing, predicate: modelServingChanged, map: mapToSelf },
-      { resource: Resources.pod, labelSelector: CHILDREN_SELECTOR, predicate: podFactsChanged, map: toOwner },
-      { resource: Resources.service, labelSelector: CHILDREN_SELECTOR, predicate: serviceChanged, map: toOwner },
+      { resource: Resources.modelServing, predicate: modelServingChanged, map: mapToSelf, projection: ONLY_METADATA },
+      { resource: Resources.pod, labelSelector: CHILDREN_SELECTOR, predicate: podFactsChanged, map: toOwner, projection: keepFields('spec.nodeName', 'status.phase', 'status.conditions', 'status.containerStatuses', 'status.initContainerStatuses') },
+      { resource: Resources.service, labelSelector: CHILDREN_SELECTOR, predicate: serviceChanged, map: toOwner, projection: ONLY_METADATA },
       // A ControllerRevision only matters when someone removes it (it is recreated for the update revision).
-      { resource: Resources.controllerRevision, labelSelector: CHILDREN_SELECTOR, predicate: onlyEvents('delete'), map: toOwner },
-      { resource: Resources.podGroup, labelSelector: CHILDREN_SELECTOR, optional: true, predicate: onlyEvents('delete'), map: toOwner },
+      { resource: Resources.controllerRevision, labelSelector: CHILDREN_SELECTOR, predicate: onlyEvents('delete'), map: toOwner, projection: ONLY_METADATA },
+      { resource: Resources.podGroup, labelSelector: CHILDREN_SELECTOR, optional: true, predicate: onlyEvents('delete'), map: toOwner, projection: ONLY_METADATA },
     ],
     reconcile,
     sweep: sweepRoleStatus,
