@@ -28,6 +28,7 @@ describe('REDIS_URL', () => {
     });
     expect(parseRedisUrl('redis+cluster://app:s%40cret@h:1/')).toMatchObject({ username: 'app', password: 's@cret', seeds: [{ host: 'h', port: 1 }] });
     expect(parseRedisUrl('redis+cluster://:pw@h:1')).toEqual({ kind: 'cluster', seeds: [{ host: 'h', port: 1 }], password: 'pw' });
+    expect(parseRedisUrl('rediss+cluster://h:1,h:2')).toMatchObject({ kind: 'cluster', tls: true });
     expect(() => parseRedisUrl('redis+cluster://h:1/2')).toThrow(/no database/);
     expect(() => parseRedisUrl('redis+cluster://u:pw@h')).toThrow(/"h" in REDIS_URL is not host:port/);
   });

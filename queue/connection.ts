@@ -7,10 +7,11 @@ import { z } from 'zod';
  *   redis://[user:pass@]host:port[/db]     one server (rediss:// for TLS)
  *   redis+sentinel://[pass@]h1:p1,h2:p2/<masterName>[/db]   a Sentinel-managed primary
  *   redis+cluster://[[user]:pass@]h1:p1,h2:p2               a Redis Cluster, from any of its nodes (seeds)
+ *   rediss+cluster://…                                      the same over TLS
  */
 export type RedisTarget =
   | { kind: 'single'; url: string }
-  | { kind: 'cluster'; seeds: Array<{ host: string; port: number }>; username?: string; password?: string }
+  | { kind: 'cluster'; seeds: Array<{ host: string; port: number }>; username?: string; password?: string; tls?: boolean }
   | { kind: 'sentinel'; sentinels: Array<{ host: string; port: number }>; masterName: string; password?: string; db: number };
 
 const hostPort = z
@@ -29,9 +30,9 @@ const hostPort = z
 export type RedisClient = Redis | Cluster;
 
 export function parseRedisUrl(url: string): RedisTarget {
-  if (url.startsWith('redis+cluster://')) return parseClusterUrl(url);
+  if (/^rediss?\+cluster:\/\//.test(url)) return parseClusterUrl(url);
   if (!url.startsWith('redis+sentinel://')) {
-    if (!/^rediss?:\/\//.test(url)) throw new Error(`REDIS_URL must start with redis://, rediss://, redis+sentinel:// or redis+cluster:// (got ${redactUrl(url)})`);
+    if (!/^rediss?:\/\//.test(url)) throw new Error(`REDIS_URL must start with redis://, rediss://, redis+sentinel:// or redis[s]+cluster:// (got ${redactUrl(url)})`);
     return { kind: 'single', url };
   }
   const rest = url.slice('redis+sentinel://'.length);
@@ -48,7 +49,8 @@ export function parseRedisUrl(url: string): RedisTarget {
 }
 
 function parseClusterUrl(url: string): RedisTarget {
-  const rest = url.slice('redis+cluster://'.length).replace(/\/$/, '');
+  const tls = url.startsWith('rediss+');
+  const rest = url.slice(url.indexOf('://') + 3).replace(/\/$/, '');
   const at = rest.lastIndexOf('@');
   const cred = at >= 0 ? rest.slice(0, at) : '';
   const hosts = at >= 0 ? rest.slice(at + 1) : rest;
@@ -61,7 +63,7 @@ function parseClusterUrl(url: string): RedisTarget {
   const colon = cred.indexOf(':');
   const username = colon > 0 ? decodeURIComponent(cred.slice(0, colon)) : undefined;
   const password = colon >= 0 ? decodeURIComponent(cred.slice(colon + 1)) : cred ? decodeURIComponent(cred) : undefined;
-  return { kind: 'cluster', seeds, ...(username ? { username } : {}), ...(password ? { password } : {}) };
+  return { kind: 'cluster', seeds, ...(username ? { username } : {}), ...(password ? { password } : {}), ...(tls ? { tls } : {}) };
 }
 
 /**
@@ -82,7 +84,7 @@ export function createRedis(url: string, opts: RedisOptions = {}): RedisClient {
     return new Cluster(target.seeds, {
       // Per-node options (BullMQ reads maxRetriesPerRequest from here). A failed-over primary answers
       // MOVED for its slots, which the client follows after refreshing the slot map.
-      redisOptions: { ...common, ...(target.username ? { username: target.username } : {}), ...(target.password ? { password: target.password } : {}) },
+      redisOptions: { ...common, ...(target.username ? { username: target.username } : {}), ...(target.password ? { password: target.password } : {}), ...(target.tls ? { tls: {} } : {}) },
       // During a failover the slots' owner is briefly unknown (CLUSTERDOWN) or moving (TRYAGAIN): retry.
       retryDelayOnClusterDown: 200,
       retryDelayOnTryAgain: 200,
