@@ -95,3 +95,36 @@ describe('an invalid spec on a ModelServing that was Available (issue 13 scenari
     expect(get(result as ReturnType<typeof engine>['result'], 'UpdateInProgress')).toBeUndefined();
   });
 });
+
+describe('pod problems (issue 13 scenario 4, seed 002)', () => {
+  const progressing = { conditions: [cond('Progressing', 'True', 'GroupProgressing', 'ServingGroups progressing: [0]')] };
+  const waiting = (name: string, reason: string, message: string): V1Pod => ({
+    metadata: { name },
+    status: { phase: 'Pending', containerStatuses: [{ name: 'main', image: 'x', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message } } }] },
+  });
+
+  it('a crash loop is named on ServingGroupsReady and Ready with the kubelet words', () => {
+    const { result } = engine(progressing, [], [waiting('llm-0-a-0-0', 'CrashLoopBackOff', 'back-off 5m0s restarting failed container')]);
+    expect(get(result, 'ServingGroupsReady')).toMatchObject({
+      status: 'False',
+      reason: 'CrashLoopBackOff',
+      message: 'pod llm-0-a-0-0 container main: CrashLoopBackOff: back-off 5m0s restarting failed container',
+    });
+    expect(result.status.phase).toBe('Starting');
+  });
+
+  it('an image pull refused for credentials is AuthValid=False (phase Degraded); a missing image stays a pull problem', () => {
+    const auth = engine(progressing, [], [waiting('p', 'ImagePullBackOff', 'pull access denied for private/vllm, repository does not exist or may require authorization')]);
+    expect(get(auth.result, 'AuthValid')?.status).toBe('False');
+    expect(auth.result.status.phase).toBe('Degraded');
+    const slow = engine(progressing, [], [waiting('p', 'ErrImagePull', 'rpc error: code = NotFound desc = manifest unknown')]);
+    expect(get(slow.result, 'ServingGroupsReady')?.reason).toBe('ErrImagePull');
+    expect(get(slow.result, 'AuthValid')?.status).not.toBe('False');
+  });
+
+  it('a missing ConfigMap or Secret is a missing reference', () => {
+    const { result } = engine(progressing, [], [waiting('p', 'CreateContainerConfigError', 'configmap "cfg" not found')]);
+    expect(result.status.phase).toBe('Failed');
+    expect(get(result, 'ServingGroupsReady')?.message).toContain('configmap "cfg" not found');
+  });
+});

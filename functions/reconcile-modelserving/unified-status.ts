@@ -46,6 +46,44 @@ export function unschedulablePods(pods: readonly V1Pod[]): Array<{ name: string;
   return out;
 }
 
+/** Container waiting reasons that say what is wrong with a pod (the kubelet's words), most telling first. */
+const POD_PROBLEMS = ['CreateContainerConfigError', 'InvalidImageName', 'ErrImagePull', 'ImagePullBackOff', 'CrashLoopBackOff'] as const;
+type PodProblemReason = (typeof POD_PROBLEMS)[number];
+
+export interface PodProblem {
+  reason: PodProblemReason;
+  /** `pod <name> container <c>: <kubelet message>` */
+  message: string;
+  count: number;
+}
+
+/**
+ * The most telling container problem among live pods (issue 13 scenario 4, seed 002 §2.1): a pull
+ * that fails, a crash loop, a missing ConfigMap or Secret. Undefined when none.
+ */
+export function podProblem(pods: readonly V1Pod[]): PodProblem | undefined {
+  const found = new Map<PodProblemReason, { message: string; count: number }>();
+  for (const pod of pods) {
+    if (pod.metadata?.deletionTimestamp) continue;
+    for (const c of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
+      const reason = c.state?.waiting?.reason;
+      if (!reason || !(POD_PROBLEMS as readonly string[]).includes(reason)) continue;
+      const key = reason as PodProblemReason;
+      const prev = found.get(key);
+      const message = `pod ${pod.metadata?.name ?? ''} container ${c.name}: ${reason}${c.state?.waiting?.message ? `: ${c.state.waiting.message}` : ''}`;
+      found.set(key, { message: prev?.message ?? message, count: (prev?.count ?? 0) + 1 });
+    }
+  }
+  for (const reason of POD_PROBLEMS) {
+    const f = found.get(reason);
+    if (f) return { reason, message: f.count > 1 ? `${f.message} (and ${f.count - 1} more)` : f.message, count: f.count };
+  }
+  return undefined;
+}
+
+/** A pull refused for credentials (seed 002 §3.2: AuthValid), not a missing image or a slow registry. */
+const PULL_AUTH = /unauthorized|authentication required|pull access denied|no basic auth credentials|401|403 Forbidden/i;
+
 export function unifiedStatus(
   status: ModelServingStatus,
   problems: readonly string[],
@@ -59,6 +97,7 @@ export function unifiedStatus(
   const upstreamConditions: ConditionInput[] = kthena.map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message }));
   const trueOne = kthena.find((c) => c.status === 'True');
 
+  const pod = trueOne?.type === 'Available' ? undefined : podProblem(pods);
   let child: ChildHealth;
   if (trueOne?.type === 'Available') child = { name: SERVING_GROUPS_CHILD, state: 'Ready', reason: trueOne.reason };
   else if (blocked.length > 0) {
@@ -66,6 +105,9 @@ export function unifiedStatus(
     // else holds): what exists keeps serving and is reconciled, so this is reduced capacity, not a
     // failed, terminal spec.
     child = { name: SERVING_GROUPS_CHILD, state: 'Degraded', reason: blocked[0]?.reason ?? 'Blocked', message: blocked.map((b) => b.message).join('; ') };
+  } else if (pod) {
+    // The kubelet's own reason and words, so a user need not hunt for them in the pods.
+    child = { name: SERVING_GROUPS_CHILD, state: 'Starting', reason: pod.reason, message: pod.message };
   } else if (problems.length > 0) {
     // Pods nobody schedules (no scheduler of that name): waiting on the cluster, not progressing.
     child = { name: SERVING_GROUPS_CHILD, state: 'Pending', reason: 'PodsNotScheduled', message: problems.join('; ') };
@@ -86,6 +128,13 @@ export function unifiedStatus(
       class: 'Capacity',
       message: `${stuck.length} pod(s) cannot be scheduled${first?.message ? `: ${first.message}` : ''}`,
     });
+  }
+  if (pod && (pod.reason === 'ErrImagePull' || pod.reason === 'ImagePullBackOff') && PULL_AUTH.test(pod.message)) {
+    errors.push({ class: 'Auth', message: pod.message, child: SERVING_GROUPS_CHILD });
+  } else if (pod?.reason === 'CreateContainerConfigError') {
+    errors.push({ class: 'MissingReference', message: pod.message, child: SERVING_GROUPS_CHILD });
+  } else if (pod?.reason === 'InvalidImageName') {
+    errors.push({ class: 'Spec', message: pod.message, child: SERVING_GROUPS_CHILD });
   }
   return { fields, input: { children: [child], errors, upstreamConditions } };
 }

@@ -227,6 +227,48 @@ describe('ModelServing under churn (issue 13)', () => {
     }
   }, 180_000);
 
+  it('scenario 4: a pull refused for credentials is on status in the kubelet words (AuthValid=False), and clears when the pod runs', async () => {
+    await createMs(sb, msManifest('ip', sb.namespace, { replicas: 1, roles: one(IMAGE_A) }));
+    const { pods } = await waitConverged(sb, 'ip', { podsPerGroup: 1 });
+    const name = pods[0]?.metadata?.name ?? '';
+    const now = new Date().toISOString();
+    const c = (type: string, ok: boolean) => ({ type, status: ok ? 'True' : 'False', lastTransitionTime: now });
+    const waitingMessage = 'Back-off pulling image "registry.example.com/private/vllm": pull access denied, repository does not exist or may require authorization';
+    // The test plays the kubelet (KWOK leaves a Running pod's status alone).
+    await kubeRequest(sb.kc, `${objectPath(Resources.pod, sb.namespace, name)}/status`, {
+      method: 'PATCH',
+      contentType: 'application/merge-patch+json',
+      body: {
+        status: {
+          conditions: [c('PodScheduled', true), c('Initialized', true), c('Ready', false), c('ContainersReady', false)],
+          containerStatuses: [
+            { name: 'main', image: IMAGE_A, imageID: '', ready: false, started: false, restartCount: 0, state: { waiting: { reason: 'ImagePullBackOff', message: waitingMessage } } },
+          ],
+        },
+      },
+    });
+    const shown = await waitFor('status to show the pull problem', 60_000, async () => {
+      const ms = await getMs(sb, 'ip');
+      return condition(ms, 'AuthValid')?.status === 'False' ? ms : false;
+    }, 250);
+    expect(shown.status?.phase).toBe('Degraded');
+    expect(condition(shown, 'ServingGroupsReady')?.message).toContain(`pod ${name} container main: ImagePullBackOff: ${waitingMessage}`);
+    expect(condition(shown, 'ConfigValid')?.status).not.toBe('False');
+    // The pod comes up: everything clears.
+    await kubeRequest(sb.kc, `${objectPath(Resources.pod, sb.namespace, name)}/status`, {
+      method: 'PATCH',
+      contentType: 'application/merge-patch+json',
+      body: {
+        status: {
+          conditions: [c('PodScheduled', true), c('Initialized', true), c('Ready', true), c('ContainersReady', true)],
+          containerStatuses: [{ name: 'main', image: IMAGE_A, imageID: '', ready: true, started: true, restartCount: 0, state: { running: { startedAt: now } } }],
+        },
+      },
+    });
+    const { ms } = await waitConverged(sb, 'ip', { podsPerGroup: 1, extra: (m) => condition(m, 'AuthValid')?.status !== 'False' });
+    expect(ms.status?.phase).toBe('Ready');
+  });
+
   it('scenario 8: stacked role updates A -> B -> C keep currentRevision A and rebuild a lost protected instance from A', async () => {
     const roles = (image: string) => [
       { name: 'prefill', replicas: 4, workerReplicas: 0, image, partition: 2, maxUnavailable: 2 },
