@@ -11,6 +11,8 @@ import {
   lifecycleInputsChanged,
   mapEndpointSliceToPods,
   mapServiceToExpectingPods,
+  mapToSiblingsAwaitingPreCheck,
+  podReturnedToService,
   serviceExpectationMayBeStale,
 } from './triggers.js';
 
@@ -28,6 +30,14 @@ export function definition(env: Readonly<Record<string, string | undefined>> = p
     primaryLabelSelector: CONTROLLED_PODS_SELECTOR,
     triggers: [
       { resource: Resources.pod, labelSelector: CONTROLLED_PODS_SELECTOR, predicate: lifecycleInputsChanged, map: mapToSelf, projection: keepFields('status.conditions') },
+      // The availability budget: a Pod back in service lets its owner's next Pod past pre-check.
+      {
+        resource: Resources.pod,
+        labelSelector: CONTROLLED_PODS_SELECTOR,
+        predicate: podReturnedToService,
+        map: mapToSiblingsAwaitingPreCheck,
+        projection: keepFields('status.conditions'),
+      },
       { resource: Resources.service, predicate: serviceExpectationMayBeStale, map: mapServiceToExpectingPods, projection: keepFields('spec.selector') },
       // A preparing Pod may wait for its endpoints to go (OPS_LIFECYCLE_TRAFFIC_OFF=endpointslices).
       { resource: ENDPOINT_SLICE, predicate: endpointSliceStoppedRouting, map: mapEndpointSliceToPods, projection: keepFields('endpoints') },

@@ -2,15 +2,21 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { HandlerContext, ReconcileRequest, ReconcileResult } from '../../runtime/function.js';
 import { trafficOffModeOf } from './config.js';
 import { listPodEndpoints } from './pod-access/endpoint-slices.js';
-import { patchPodMetadata, patchServiceReady, readPod, readServiceSelector } from './pod-access/pod-api.js';
-import { podStateOf, type LifecyclePod } from './pod-access/pod.js';
+import { listControlledPods, patchPodMetadata, patchServiceReady, readPod, readServiceSelector } from './pod-access/pod-api.js';
+import { controllerUidOf, podStateOf, type LifecyclePod } from './pod-access/pod.js';
+import { CONTROLLED_PODS_SELECTOR } from './triggers.js';
 import {
   expectationsToVerify,
   isEmptyDiff,
   isServiceExpectationStale,
   liveLifecycles,
+  availabilityAllows,
+  MAX_UNAVAILABLE_ANNOTATION,
   nanosFromDate,
   needsTrafficCheck,
+  parseBudget,
+  postCheckPasses,
+  type TransitionChecks,
   parseLifecycleView,
   planReconcile,
   readyToOperate,
@@ -55,6 +61,29 @@ async function isTrafficOff(ctx: HandlerContext, pod: LifecyclePod, state: PodSt
 }
 
 /**
+ * kuperator's PodTransitionRule stages, as Ripple's own checks:
+ * - pre-check: the owner's availability budget (MAX_UNAVAILABLE_ANNOTATION on the Pod); its Pods are listed only
+ *   while an ID is about to be pre-checked and the Pod has a budget and a controlling owner;
+ * - post-check: the Pod's containers are ready again after the operation.
+ * A budget that cannot be read holds pre-check and is reported as stuck (it says what to fix).
+ */
+async function transitionChecks(ctx: HandlerContext, pod: LifecyclePod, state: PodState): Promise<Partial<TransitionChecks> & { problem?: string }> {
+  const checks: Partial<TransitionChecks> = { postCheck: postCheckPasses(state) };
+  const waiting = liveLifecycles(parseLifecycleView(state.labels)).some((e) => e.stage === 'begun' || e.stage === 'pre-check');
+  if (!waiting) return checks;
+  const parsed = parseBudget(pod.metadata.annotations?.[MAX_UNAVAILABLE_ANNOTATION]);
+  if (!parsed.ok) return { ...checks, preCheck: false, problem: parsed.error };
+  const owner = controllerUidOf(pod);
+  if (parsed.budget === undefined || owner === undefined) return checks;
+  const siblings = (await listControlledPods(ctx.kc, pod.metadata.namespace ?? '', CONTROLLED_PODS_SELECTOR)).filter(
+    (p) => p.metadata.uid !== pod.metadata.uid && controllerUidOf(p) === owner,
+  );
+  const verdict = availabilityAllows({ pod: state, siblings: siblings.map(podStateOf), budget: parsed.budget });
+  if (!verdict.allowed) ctx.log.info({ reason: verdict.reason }, 'pre-check holds: availability budget');
+  return { ...checks, preCheck: verdict.allowed };
+}
+
+/**
  * One step of the PodOpsLifecycle for one Pod: read it fresh, plan (protocol/planReconcile), then write the
  * label/annotation changes and the service-ready condition, each preconditioned on the resourceVersion the plan
  * was made from. A 409 propagates: the queue retries with backoff and the retry plans from the newer Pod.
@@ -68,12 +97,15 @@ export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Pro
   if (pod === undefined) return;
   const state = podStateOf(pod);
 
+  const { problem, ...checks } = await transitionChecks(ctx, pod, state);
   const plan = planReconcile({
     pod: state,
     now: nanosFromDate(ctx.now()),
     staleExpectationKeys: state.deleting ? [] : await staleExpectations(ctx.kc, state),
     trafficOff: await isTrafficOff(ctx, pod, state),
+    checks,
   });
+  if (problem !== undefined) plan.stuck.push(problem);
   // Stuck states are reported whether or not anything moves: nothing will, until a human acts. Each resync
   // repeats them (emit-events counts the repeats on one Event).
   for (const message of plan.stuck) {

@@ -6,8 +6,17 @@ import type { Mapper } from '../../runtime/function.js';
 import type { Predicate } from '../../watcher/predicates.js';
 import { storeKey } from '../../watcher/store.js';
 import { endpointSliceSchema, podEndpointsOf } from './pod-access/endpoint-slices.js';
-import { lifecyclePodSchema } from './pod-access/pod.js';
-import { CONTROL_LABEL, CONTROL_LABEL_VALUE, expectationKey, parseAvailableConditions } from './protocol/index.js';
+import { controllerUidOf, lifecyclePodSchema, podStateOf } from './pod-access/pod.js';
+import {
+  CONTROL_LABEL,
+  CONTROL_LABEL_VALUE,
+  expectationKey,
+  isUnavailable,
+  liveLifecycles,
+  parseAvailableConditions,
+  parseLifecycleView,
+  type PodState,
+} from './protocol/index.js';
 
 /** Server-side selector of the Pods that take part; the watch and the resync list only these. */
 export const CONTROLLED_PODS_SELECTOR = `${CONTROL_LABEL}=${CONTROL_LABEL_VALUE}`;
@@ -113,4 +122,37 @@ export const mapEndpointSliceToPods: Mapper = (e, ctx) => {
     .list(Resources.pod, namespace, CONTROLLED_PODS_SELECTOR)
     .filter((pod) => wanted.has(pod.metadata.name))
     .map((pod) => storeKey(pod));
+};
+
+function podStateOrUndefined(obj: KubeObject): PodState | undefined {
+  const parsed = lifecyclePodSchema.safeParse(obj);
+  return parsed.success ? podStateOf(parsed.data) : undefined;
+}
+
+/** A Pod came back into service (or went away): the budget of its owner has room again. */
+export const podReturnedToService: Predicate = {
+  create: () => false,
+  update: (e) => {
+    const old = podStateOrUndefined(e.old);
+    const now = podStateOrUndefined(e.object);
+    return old !== undefined && now !== undefined && isUnavailable(old) && !isUnavailable(now);
+  },
+  delete: () => true,
+  generic: () => false,
+};
+
+/** The Pods of the same owner waiting to be pre-checked: the availability budget may let them go now. */
+export const mapToSiblingsAwaitingPreCheck: Mapper = (e, ctx) => {
+  const namespace = e.object.metadata.namespace;
+  const parsed = lifecyclePodSchema.safeParse(e.object);
+  const owner = parsed.success ? controllerUidOf(parsed.data) : undefined;
+  if (namespace === undefined || owner === undefined) return [];
+  return ctx
+    .list(Resources.pod, namespace, CONTROLLED_PODS_SELECTOR)
+    .filter((p) => {
+      const sibling = lifecyclePodSchema.safeParse(p);
+      if (!sibling.success || sibling.data.metadata.uid === e.object.metadata.uid || controllerUidOf(sibling.data) !== owner) return false;
+      return liveLifecycles(parseLifecycleView(sibling.data.metadata.labels ?? {})).some((l) => l.stage === 'begun' || l.stage === 'pre-check');
+    })
+    .map((p) => storeKey(p));
 };

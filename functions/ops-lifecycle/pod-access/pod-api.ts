@@ -1,7 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { isStatus, kubeRequest } from '../../../kube/raw.js';
-import { objectPath, Resources } from '../../../kube/resources.js';
+import { collectionPath, objectPath, Resources } from '../../../kube/resources.js';
 import type { ServiceReadyConditionWrite } from '../protocol/index.js';
 import { conditionPatch, deletePreconditions, metadataPatch, type MetadataChange } from './patches.js';
 import { lifecyclePodSchema, type LifecyclePod, type PodRef } from './pod.js';
@@ -99,4 +99,12 @@ export async function retryOnConflict<T>(what: string, attempt: () => Promise<T>
       await new Promise((r) => setTimeout(r, 5 * 2 ** i));
     }
   }
+}
+
+const podListSchema = z.object({ items: z.array(lifecyclePodSchema) });
+
+/** The controlled Pods of a namespace (the availability budget counts an owner's Pods among them). */
+export async function listControlledPods(kc: KubeConfig, namespace: string, labelSelector: string): Promise<LifecyclePod[]> {
+  const list = podListSchema.parse(await kubeRequest(kc, collectionPath(Resources.pod, namespace), { query: { labelSelector } }));
+  return list.items;
 }

@@ -49,3 +49,8 @@ export function podStateOf(pod: LifecyclePod): PodState {
 export function refOf(pod: LifecyclePod): PodRef {
   return { namespace: pod.metadata.namespace ?? '', name: pod.metadata.name, uid: pod.metadata.uid };
 }
+
+/** The uid of the Pod's controlling owner (ownerReferences with controller: true), if any. */
+export function controllerUidOf(pod: Pick<LifecyclePod, 'metadata'>): string | undefined {
+  return pod.metadata.ownerReferences?.find((o) => o.controller === true)?.uid;
+}

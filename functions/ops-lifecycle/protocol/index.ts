@@ -7,6 +7,7 @@ export * from './view.js';
 export * from './available-conditions.js';
 export * from './ready-to-operate.js';
 export * from './traffic-off.js';
+export * from './availability.js';
 export * from './metadata-diff.js';
 export * from './admission.js';
 export * from './readiness-gate.js';
