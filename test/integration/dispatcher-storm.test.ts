@@ -142,6 +142,8 @@ describe('dispatcher', () => {
       const due = await redis.zscore(q.keys.due, 'ns/requeue');
       return due !== null && Number(due) - Date.now() > 50_000;
     });
+    // RELEASE records the due time before the follow-up job is added: wait for the job, then count it.
+    await waitFor('the requeue job to be delayed', 5_000, async () => (await q.bull.getDelayedCount()) > 0);
     expect(await q.bull.getDelayedCount()).toBe(1);
 
     await q.add('ns/bad');
