@@ -36,12 +36,14 @@ async function staleExpectations(kc: KubeConfig, pod: PodState): Promise<string[
   const live = liveLifecycles(parseLifecycleView(pod.labels));
   const waitsOnExpectations = live.length === 0 || live.some((e) => e.stage === 'completing');
   if (!waitsOnExpectations) return [];
-  const stale: string[] = [];
-  for (const e of expectationsToVerify(pod)) {
-    const service = await readServiceSelector(kc, e.service.namespace, e.service.name);
-    if (isServiceExpectationStale(service, pod.labels)) stale.push(e.key);
-  }
-  return stale;
+  // One GET per unmet expectation, all at once rather than one after another.
+  const verdicts = await Promise.all(
+    expectationsToVerify(pod).map(async (e) => {
+      const service = await readServiceSelector(kc, e.service.namespace, e.service.name);
+      return isServiceExpectationStale(service, pod.labels) ? e.key : undefined;
+    }),
+  );
+  return verdicts.filter((k): k is string => k !== undefined);
 }
 
 /**
