@@ -11,6 +11,7 @@ import type { FunctionDefinition, Trigger } from '../runtime/function.js';
 import type { WatchEvent } from './events.js';
 import type { ListWatchOptions } from './list-watch.js';
 import { mapToSelf } from './mappers.js';
+import { keepFields, ONLY_METADATA } from './projection.js';
 import { ObjectStore } from './store.js';
 import { Watcher, type WatcherOptions, type WatchSource } from './watcher.js';
 
@@ -268,5 +269,18 @@ describe('MapContext.list', () => {
     await only.source('pods', 'app=x').add(pod('x1', { app: 'x' }));
     await only.source('configmaps').add(cm('trigger'));
     expect(lookups).toEqual({ exact: ['x1'], filtered: [], all: [], otherNamespace: [] });
+  });
+
+  it('a watch shared by several triggers keeps the union of their projections, and the whole object once one declares none', () => {
+    const shared = harness([fn('a', { projection: ONLY_METADATA }), fn('b', { projection: keepFields('data') })]);
+    expect(shared.source('configmaps').opts.projection).toEqual({ keep: ['data'] });
+    const metadata = harness([fn('a', { projection: ONLY_METADATA }), fn('b', { projection: ONLY_METADATA })]);
+    expect(metadata.source('configmaps').opts.projection).toEqual({ keep: [] });
+    const whole = harness([fn('a', { projection: ONLY_METADATA }), fn('b', {})]);
+    expect(whole.source('configmaps').opts.projection).toBeUndefined();
+    // Another selector is another watch, with its own projection.
+    const apart = harness([fn('a', { projection: ONLY_METADATA }), fn('b', { labelSelector: 'x=y' })]);
+    expect(apart.source('configmaps').opts.projection).toEqual({ keep: [] });
+    expect(apart.source('configmaps', 'x=y').opts.projection).toBeUndefined();
   });
 });
