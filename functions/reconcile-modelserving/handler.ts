@@ -21,7 +21,7 @@ import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
 import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.js';
 import type { RoleTransition } from './plan/role-status.js';
 import { roleStore, snapshotsEqual } from './role-store.js';
-import { invalidSpecStatus, SERVING_GROUPS_CHILD, unifiedStatus, type UnifiedStatus } from './unified-status.js';
+import { invalidSpecStatus, SERVING_GROUPS_CHILD, unifiedStatus, type PreviousState, type UnifiedStatus } from './unified-status.js';
 import type { ClassifiedError } from '../../status/engine.js';
 
 /** Kthena's recorder component: tools that filter Events by source keep working. */
@@ -69,6 +69,15 @@ function rejectionProblem(ms: ModelServing, err: RejectedChildError): string {
     return `${templatePath(ms, a)}: the API server rejected pod ${a.pod.metadata?.name ?? ''} built from it: ${err.apiMessage}`;
   }
   return `spec.template: the API server rejected an object built from it: ${err.message}`;
+}
+
+function previousState(ms: ModelServing): PreviousState {
+  const st = ms.status as { phase?: unknown; observedGeneration?: unknown } | undefined;
+  return {
+    phase: typeof st?.phase === 'string' ? st.phase : undefined,
+    observedGeneration: typeof st?.observedGeneration === 'number' ? st.observedGeneration : undefined,
+    generation: ms.metadata.generation,
+  };
 }
 
 function takenBy(a: Action): Blocked {
@@ -183,7 +192,7 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
       const a = err.action;
       const what = a.kind === 'createPod' ? `pod ${a.pod.metadata?.name ?? ''}` : a.kind === 'createService' ? `Service ${a.service.metadata?.name ?? ''}` : 'a child';
       const where = err.refusal.class === 'Spec' ? `${templatePath(ms, a)}: ` : '';
-      const u = unifiedStatus(plan.status, plan.problems, children.pods, plan.blocked);
+      const u = unifiedStatus(plan.status, plan.problems, children.pods, plan.blocked, previousState(ms));
       const refused: ClassifiedError = {
         class: err.refusal.class,
         reason: err.refusal.reason,
@@ -223,7 +232,10 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   const taken = applied.taken.map((a) => takenBy(a));
   if (taken.length > 0) ctx.log.warn({ taken: taken.map((t) => t.message) }, 'names held by objects this ModelServing does not own');
   const blocked = [...plan.blocked, ...taken];
-  const [written] = await Promise.all([writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked)), recordRoles()]);
+  const [written] = await Promise.all([
+    writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked, previousState(ms))),
+    recordRoles(),
+  ]);
   const requeueAfterMs = earliest(
     plan.requeueAfterSeconds === undefined ? undefined : plan.requeueAfterSeconds * 1000,
     taken.length > 0 ? FOREIGN_RECHECK_MS : undefined,

@@ -128,3 +128,21 @@ describe('pod problems (issue 13 scenario 4, seed 002)', () => {
     expect(get(result, 'ServingGroupsReady')?.message).toContain('configmap "cfg" not found');
   });
 });
+
+describe('lost capacity (issue 13 scenario 4: Degraded)', () => {
+  const progressing = { availableReplicas: 1, replicas: 2, conditions: [cond('Progressing', 'True', 'GroupProgressing', 'ServingGroups progressing: [1]')] };
+
+  it('a Ready ModelServing that loses a group without a spec change is Degraded', () => {
+    const u = unifiedStatus(progressing, [], [], [], { phase: 'Ready', observedGeneration: 3, generation: 3 });
+    const r = computeStatus({ ...u.input, generation: 3, now: NOW });
+    expect(r.status.phase).toBe('Degraded');
+    expect(r.status.conditions.find((c) => c.type === 'ServingGroupsReady')).toMatchObject({ reason: 'ServingGroupsUnavailable' });
+  });
+
+  it('routine work (a new generation: rollout, scaling, an HPA) stays Starting', () => {
+    const u = unifiedStatus(progressing, [], [], [], { phase: 'Ready', observedGeneration: 3, generation: 4 });
+    expect(computeStatus({ ...u.input, generation: 4, now: NOW }).status.phase).toBe('Starting');
+    const starting = unifiedStatus(progressing, [], [], [], { phase: 'Starting', observedGeneration: 4, generation: 4 });
+    expect(computeStatus({ ...starting.input, generation: 4, now: NOW }).status.phase).toBe('Starting');
+  });
+});

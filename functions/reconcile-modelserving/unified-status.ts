@@ -84,11 +84,30 @@ export function podProblem(pods: readonly V1Pod[]): PodProblem | undefined {
 /** A pull refused for credentials (seed 002 §3.2: AuthValid), not a missing image or a slow registry. */
 const PULL_AUTH = /unauthorized|authentication required|pull access denied|no basic auth credentials|401|403 Forbidden/i;
 
+/** What the status read says about before this reconcile, to tell lost capacity from routine work. */
+export interface PreviousState {
+  phase?: string | undefined;
+  observedGeneration?: number | undefined;
+  /** `metadata.generation` now. */
+  generation?: number | undefined;
+}
+
+/**
+ * A ModelServing that was Ready (or already Degraded) and is no longer available although its spec did
+ * not change since (same generation: no rollout, no scaling, HPA's included) lost capacity: Degraded,
+ * not Starting. Routine work always comes with a new generation and stays Starting.
+ */
+export function lostCapacity(previous: PreviousState | undefined): boolean {
+  if (!previous || previous.generation === undefined || previous.observedGeneration !== previous.generation) return false;
+  return previous.phase === 'Ready' || previous.phase === 'Degraded';
+}
+
 export function unifiedStatus(
   status: ModelServingStatus,
   problems: readonly string[],
   pods: readonly V1Pod[],
   blocked: readonly Blocked[] = [],
+  previous?: PreviousState,
 ): UnifiedStatus {
   const fields: Record<string, unknown> = {};
   for (const key of KTHENA_FIELDS) if (status[key] !== undefined) fields[key] = status[key];
@@ -107,10 +126,17 @@ export function unifiedStatus(
     child = { name: SERVING_GROUPS_CHILD, state: 'Degraded', reason: blocked[0]?.reason ?? 'Blocked', message: blocked.map((b) => b.message).join('; ') };
   } else if (pod) {
     // The kubelet's own reason and words, so a user need not hunt for them in the pods.
-    child = { name: SERVING_GROUPS_CHILD, state: 'Starting', reason: pod.reason, message: pod.message };
+    child = { name: SERVING_GROUPS_CHILD, state: lostCapacity(previous) ? 'Degraded' : 'Starting', reason: pod.reason, message: pod.message };
   } else if (problems.length > 0) {
     // Pods nobody schedules (no scheduler of that name): waiting on the cluster, not progressing.
     child = { name: SERVING_GROUPS_CHILD, state: 'Pending', reason: 'PodsNotScheduled', message: problems.join('; ') };
+  } else if (lostCapacity(previous)) {
+    child = {
+      name: SERVING_GROUPS_CHILD,
+      state: 'Degraded',
+      reason: 'ServingGroupsUnavailable',
+      message: `${status.availableReplicas ?? 0} of ${status.replicas ?? 0} ServingGroups available without a spec change: ${trueOne?.message ?? 'recovering'}`,
+    };
   } else {
     child = {
       name: SERVING_GROUPS_CHILD,

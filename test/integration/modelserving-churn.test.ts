@@ -210,7 +210,12 @@ describe('ModelServing under churn (issue 13)', () => {
       // A readiness blip, no new restart: the reconcile that sees it (status says the group is not
       // available) must not delete the pod.
       await setStatus(false, 1);
-      await waitFor('status to see the blip', 60_000, async () => (await getMs(sb, 'rs'))?.status?.availableReplicas === 0, 250);
+      const blip = await waitFor('status to see the blip', 60_000, async () => {
+        const ms = await getMs(sb, 'rs');
+        return ms?.status?.availableReplicas === 0 ? ms : false;
+      }, 250);
+      // A Ready ModelServing that lost capacity without a spec change is Degraded, not Starting.
+      expect(blip.status?.phase).toBe('Degraded');
       const during = (await listPods(sb, 'rs')).find((p) => p.metadata?.name === name);
       expect(during?.metadata?.uid).toBe(uid);
       expect(deletions).toEqual([]);
