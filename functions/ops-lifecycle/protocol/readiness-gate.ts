@@ -18,11 +18,14 @@ export interface DesiredServiceReady {
  * it turns True only once every ID has reached completing: the gate moves False→True once per round instead of
  * following whichever ID was looked at last (kuperator #248).
  * IDs still in pre-check have not taken the Pod yet, so they neither take it out of service nor bring it back.
+ * With stay-offline the gate is never turned True; it is left as it is outside a lifecycle.
  */
 export function desiredServiceReady(view: LifecycleView): DesiredServiceReady | undefined {
-  if (view.stayOffline) return { status: 'False', reason: 'StayOffline' };
   const live = liveLifecycles(view);
   if (live.some((e) => requiresOffline(e.stage))) return { status: 'False', reason: 'LifecycleInProgress' };
+  // stay-offline (kuperator #246): the next lifecycle takes the Pod out and it is not brought back; a Pod that
+  // is serving when labelled keeps serving until then, and a new one is never put in service.
+  if (view.stayOffline) return live.some((e) => e.stage === 'completing') ? { status: 'False', reason: 'StayOffline' } : undefined;
   if (live.some((e) => e.stage === 'completing')) return { status: 'True', reason: 'LifecycleCompleting' };
   if (live.length === 0) return { status: 'True', reason: 'NoLifecycle' };
   return undefined;

@@ -119,9 +119,8 @@ export function planReconcile(input: ReconcileInput): LifecyclePlan {
   const view = parseLifecycleView(caughtUp);
   const live = liveLifecycles(view);
   if (live.length === 0) {
-    if (view.stayOffline) {
-      delete next[Label.serviceAvailable];
-    } else if (!view.serviceAvailable && satisfied && podReady) {
+    // stay-offline: never declared available again; a label still there from before goes with the next lifecycle.
+    if (!view.stayOffline && !view.serviceAvailable && satisfied && podReady) {
       next[Label.serviceAvailable] = ts;
       delete next[Label.creating];
       delete next[Label.completing];

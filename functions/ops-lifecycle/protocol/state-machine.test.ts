@@ -312,10 +312,10 @@ describe('lifecycle state machine', () => {
     expect(w.stageOf('rollout')).toBe('operate');
   });
 
-  it('stay-offline keeps the Pod out of service, before and after a lifecycle', () => {
+  it('stay-offline never puts the Pod in service, before and after a lifecycle', () => {
     const w = new World({ [Label.stayOffline]: 'true' });
     w.settle();
-    expect(serviceReadyStatus(w.pod)).toBe('False');
+    expect(serviceReadyStatus(w.pod)).not.toBe('True');
     expect(w.pod.labels[Label.serviceAvailable]).toBeUndefined();
 
     w.write(begin(w.pod, update, { now: w.now }));

@@ -59,9 +59,10 @@ describe('parseLifecycleView', () => {
 
 describe('desiredServiceReady', () => {
   const gate = (labels: Record<string, string>) => desiredServiceReady(parseLifecycleView(labels))?.status;
-  it('True with no lifecycle, False with stay-offline', () => {
+  it('True with no lifecycle; left as it is with stay-offline, False once a stay-offline lifecycle completes', () => {
     expect(gate({})).toBe('True');
-    expect(gate({ [Label.stayOffline]: 'true' })).toBe('False');
+    expect(gate({ [Label.stayOffline]: 'true' })).toBeUndefined();
+    expect(gate({ [Label.stayOffline]: 'true', [k('operated', 'a')]: '1', [k('doneOperationType', 'a')]: 'u', [k('postChecked', 'a')]: '1', [k('completing', 'a')]: '1' })).toBe('False');
   });
   it('unchanged while IDs are only in pre-check', () => {
     expect(gate({ [k('operating', 'a')]: '1', [k('operationType', 'a')]: 'u', [k('preCheck', 'a')]: '1' })).toBeUndefined();
