@@ -146,7 +146,10 @@ export class WorkQueue {
 }
 
 /** schedule()'s four fields as the scripts return them (RELEASE appends two more, read by the worker). */
+// Built once: constructing a zod schema costs more than parsing with it, and this runs for every enqueue.
+const scheduleReplySchema = z.tuple([z.enum(['add', 'reschedule', 'coalesced', 'deferred', 'none']), z.string(), z.string(), z.enum(['0', '1'])]).rest(z.string());
+
 export function parseSchedule(raw: unknown): ScheduleResult {
-  const parsed = z.tuple([z.enum(['add', 'reschedule', 'coalesced', 'deferred', 'none']), z.string(), z.string(), z.enum(['0', '1'])]).rest(z.string()).parse(raw);
+  const parsed = scheduleReplySchema.parse(raw);
   return { action: parsed[0], jobId: parsed[1], delayMs: Number(parsed[2]), ...(parsed[3] === '1' ? { readd: true } : {}) };
 }

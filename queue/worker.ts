@@ -50,8 +50,12 @@ export type ClaimVerdict =
   | { verdict: 'reschedule'; jobId: string; delayMs: number }
   | { verdict: 'skip' };
 
+// Built once: constructing a zod schema costs more than parsing with it, and these run for every job.
+const claimReplySchema = z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string()]);
+const releaseReplySchema = z.array(z.string());
+
 export function parseClaim(raw: unknown): ClaimVerdict {
-  const [verdict, value, delay] = z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string()]).parse(raw);
+  const [verdict, value, delay] = claimReplySchema.parse(raw);
   if (verdict === 'claimed') return { verdict, token: value };
   if (verdict === 'held') return { verdict, delayMs: Number(delay) };
   if (verdict === 'reschedule') return { verdict, jobId: value, delayMs: Number(delay) };
@@ -261,7 +265,7 @@ export class KeyedWorker {
         // increments it; reading it costs a round trip on the error path only.
         const backoffMs = outcome === 'error' ? backoffDelay(this.opts.backoff ?? DEFAULT_BACKOFF, Number((await redis.hget(k.failures, key)) ?? 0) + 1) : 0;
         const raw = await runScript(redis, RELEASE, scriptKeys(k), [key, token, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix]);
-        const fields = z.array(z.string()).parse(raw);
+        const fields = releaseReplySchema.parse(raw);
         if (fields[0] === 'stale') return { stale: true, next: { action: 'none', jobId: '', delayMs: 0 }, failures: 0, backoffMs: 0 };
         return { stale: false, next: parseSchedule(fields), failures: Number(fields[4] ?? 0), backoffMs: Number(fields[5] ?? 0) };
       },
