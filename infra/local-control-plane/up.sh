@@ -35,10 +35,10 @@ command -v openssl >/dev/null || die "openssl is required (apt-get install -y op
 
 mkdir -p "$dir"/{certs,logs,etcd,cmd}
 # Free ports, so a sandbox never collides with a user's cluster or another test run.
-read -r p_etcd p_peer p_api p_kcm p_sched p_kwok < <(node -e '
+read -r p_etcd p_peer p_api < <(node -e '
   const net = require("node:net");
   const take = () => new Promise((res) => { const s = net.createServer(); s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => res(p)); }); });
-  (async () => { const ps = []; for (let i = 0; i < 6; i++) ps.push(await take()); console.log(ps.join(" ")); })();')
+  (async () => { const ps = []; for (let i = 0; i < 3; i++) ps.push(await take()); console.log(ps.join(" ")); })();')
 
 openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
 openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
@@ -52,6 +52,33 @@ launch() { # name, then the command; each runs in its own session so down.sh can
   printf '%q ' "$@" > "$dir/cmd/$name"   # restart.sh starts it again with the same flags and ports
   setsid "$@" >"$dir/logs/$name.log" 2>&1 < /dev/null &
   echo "$name $!" >> "$dir/pids"
+}
+# A port chosen free can be taken before the component binds it (another test run starting servers):
+# a component that dies on "address already in use" is started again on another port.
+free_port() { node -e 'const s = require("node:net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'; }
+start_serving() { # name, health URL with {PORT}, then the command with {PORT} where its port goes
+  local name="$1" health="$2"; shift 2
+  local attempt port pid a i args
+  for attempt in 1 2 3; do
+    port="$(free_port)"; args=()
+    for a in "$@"; do args+=("${a//\{PORT\}/$port}"); done
+    launch "$name" "${args[@]}"
+    pid="$(awk -v n="$name" '$1 == n { p = $2 } END { print p }' "$dir/pids")"
+    # Healthy and still alive 2 s after its start: a component that lost its port dies on binding, and
+    # the port's health URL may be answered meanwhile by whoever took it.
+    for ((i = 0; i < 240; i++)); do
+      sleep 0.25
+      kill -0 "$pid" 2>/dev/null || break
+      (( i >= 8 )) && curl -ksf "${health//\{PORT\}/$port}" >/dev/null 2>&1 && kill -0 "$pid" 2>/dev/null && return 0
+    done
+    if ! kill -0 "$pid" 2>/dev/null && grep -q "address already in use" "$dir/logs/$name.log"; then
+      say "$name: port $port was taken before it could bind it; starting it on another port"
+      sed -i "/^$name /d" "$dir/pids"
+      continue
+    fi
+    die "$name did not become healthy within 60s; see $dir/logs/$name.log (then run infra/local-control-plane/down.sh)"
+  done
+  die "$name could not bind a free port in 3 attempts; see $dir/logs/$name.log"
 }
 wait_for() { # what, seconds, command...
   local what="$1" secs="$2"; shift 2
@@ -94,14 +121,14 @@ KC
 wait_for kube-apiserver 90 kubectl get --raw /readyz
 
 say "starting kube-controller-manager, kube-scheduler and kwok"
-launch kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
-  --bind-address 127.0.0.1 --secure-port "$p_kcm" --service-account-private-key-file "$dir/sa.key" \
+start_serving kube-controller-manager 'https://127.0.0.1:{PORT}/healthz' "$bin/kube-controller-manager" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
+  --bind-address 127.0.0.1 --secure-port '{PORT}' --service-account-private-key-file "$dir/sa.key" \
   --root-ca-file "$dir/certs/apiserver.crt" --authorization-always-allow-paths /healthz,/readyz,/livez,/metrics \
   --concurrent-gc-syncs 5 --concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10
-launch kube-scheduler "$bin/kube-scheduler" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
-  --bind-address 127.0.0.1 --secure-port "$p_sched" --authorization-always-allow-paths /healthz,/readyz,/livez,/metrics
-launch kwok "$bin/kwok" --kubeconfig "$dir/kubeconfig" --config "$bin/kwok-stages.yaml" --manage-all-nodes=true \
-  --server-address "127.0.0.1:$p_kwok" --node-lease-duration-seconds 40
+start_serving kube-scheduler 'https://127.0.0.1:{PORT}/healthz' "$bin/kube-scheduler" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
+  --bind-address 127.0.0.1 --secure-port '{PORT}' --authorization-always-allow-paths /healthz,/readyz,/livez,/metrics
+start_serving kwok 'http://127.0.0.1:{PORT}/healthz' "$bin/kwok" --kubeconfig "$dir/kubeconfig" --config "$bin/kwok-stages.yaml" --manage-all-nodes=true \
+  --server-address '127.0.0.1:{PORT}' --node-lease-duration-seconds 40
 
 say "creating $nodes fake nodes"
 for ((n = 0; n < nodes; n++)); do
