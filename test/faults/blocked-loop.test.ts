@@ -1,24 +1,18 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitFor } from '../harness/sandbox.js';
 import { expectClean, FaultCase } from './harness/fault-case.js';
+import { stopAfterEach } from './harness/stop-after-each.js';
 import { RedisProcess } from './harness/redis-process.js';
 
 // A handler that blocks its event loop (CPU-bound or synchronous work) for 3 s, past both its 1 s lease
 // and its 1.5 s deadline, then works on 3 s more before committing. Before fencing the deadline released
 // the key on purpose while the abandoned handler ran on, and its late effect landed beside the retry's.
-let redis: RedisProcess | undefined;
-let c: FaultCase | undefined;
-afterEach(async () => {
-  await c?.close();
-  await redis?.stop();
-  c = undefined;
-  redis = undefined;
-});
+const track = stopAfterEach();
 
 describe('fault: handler blocks its event loop past the deadline', () => {
   it('3 workers, 30 keys, 2000 events; the late handler is fenced out, nothing overlaps, lost or leaks', async () => {
-    redis = await RedisProcess.start();
-    c = new FaultCase('blocked', redis.url, 30);
+    const redis = track(await RedisProcess.start());
+    const c = track(new FaultCase('blocked', redis.url, 30));
     const slowKey = c.storm.keys[0]!;
     const env = {
       LOCK_MS: '1000',
@@ -37,7 +31,7 @@ describe('fault: handler blocks its event loop past the deadline', () => {
     const blocked = await c.slowWorker();
     await c.takenOver(slowKey, blocked.pid, Date.now());
     await storm;
-    await waitFor('the blocked reconcile to end', 30_000, async () => (await c!.world.get(`${c!.prefix}:slow-done`)) ?? undefined);
+    await waitFor('the blocked reconcile to end', 30_000, async () => (await c.world.get(`${c.prefix}:slow-done`)) ?? undefined);
 
     const report = await c.check(90_000);
     expect(await c.world.get(`${c.prefix}:slow-done`)).toBe('fenced-out');

@@ -1,24 +1,18 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitFor } from '../harness/sandbox.js';
 import { expectClean, FaultCase } from './harness/fault-case.js';
+import { stopAfterEach } from './harness/stop-after-each.js';
 import { RedisProcess } from './harness/redis-process.js';
 
 // Issue 11's reproduction: lockDuration 1 s and a 6 s handler that keeps its event loop (so BullMQ
 // cannot renew the lock). Before fencing: "A start, B start, B end, B start (new event), A end", and A's
 // late effect landed. Now a stale holder's commit must be fenced out.
-let redis: RedisProcess | undefined;
-let c: FaultCase | undefined;
-afterEach(async () => {
-  await c?.close();
-  await redis?.stop();
-  c = undefined;
-  redis = undefined;
-});
+const track = stopAfterEach();
 
 describe('fault: lost lock (issue 11 repro)', () => {
   it('a 6 s handler on a 1 s lock: the stale holder never commits alongside the new one', async () => {
-    redis = await RedisProcess.start();
-    c = new FaultCase('repro', redis.url, 1);
+    const redis = track(await RedisProcess.start());
+    const c = track(new FaultCase('repro', redis.url, 1));
     const key = c.storm.keys[0]!;
     const env = { LOCK_MS: '1000', STALLED_MS: '500', CONCURRENCY: '2', SLOW_KEY: key, SLOW_BLOCK_MS: '6000', WORK_MS: '50' };
     await c.startWorker(env);
@@ -27,10 +21,10 @@ describe('fault: lost lock (issue 11 repro)', () => {
     await c.storm.event(key);
     const a = await c.slowWorker();
     // While A is blocked its lock runs out; B takes the key over (B start), finishes (B end)...
-    await waitFor('another worker to take the key over from the blocked one', 30_000, async () => (await c!.starts(key)).some((s) => !s.startsWith(`${a.pid}:`)));
+    await waitFor('another worker to take the key over from the blocked one', 30_000, async () => (await c.starts(key)).some((s) => !s.startsWith(`${a.pid}:`)));
     // ...and a new event comes in while A still runs (B start, new event), then A ends.
     await c.storm.event(key);
-    await waitFor('the slow reconcile to end', 30_000, async () => (await c!.world.get(`${c!.prefix}:slow-done`)) ?? undefined);
+    await waitFor('the slow reconcile to end', 30_000, async () => (await c.world.get(`${c.prefix}:slow-done`)) ?? undefined);
 
     const report = await c.check();
     console.log(`faults: repro starts: ${JSON.stringify(await c.starts(key))}`);

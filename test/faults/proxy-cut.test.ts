@@ -1,30 +1,21 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TcpProxy } from '../harness/tcp-proxy.js';
 import { waitFor } from '../harness/sandbox.js';
 import { expectClean, FaultCase } from './harness/fault-case.js';
+import { stopAfterEach } from './harness/stop-after-each.js';
 import { RedisProcess } from './harness/redis-process.js';
 
 // A network partition between one worker and Redis: the worker reaches Redis through a TCP proxy that
 // cuts every connection and refuses new ones for longer than the lease, mid-reconcile, mid-storm. Redis
 // and the other workers carry on; the cut-off worker's late commit must be refused when it gets through.
-let redis: RedisProcess | undefined;
-let proxy: TcpProxy | undefined;
-let c: FaultCase | undefined;
-afterEach(async () => {
-  await c?.close();
-  await proxy?.stop();
-  await redis?.stop();
-  c = undefined;
-  proxy = undefined;
-  redis = undefined;
-});
+const track = stopAfterEach();
 
 describe('fault: worker cut from Redis by a TCP proxy', () => {
   it('one of 3 workers partitioned ≥ 4 s (lease 1 s) mid-reconcile: fenced out, no overlap, nothing lost or leaked', async () => {
-    redis = await RedisProcess.start();
-    proxy = new TcpProxy({ host: '127.0.0.1', port: redis.port });
+    const redis = track(await RedisProcess.start());
+    const proxy = track(new TcpProxy({ host: '127.0.0.1', port: redis.port }));
     await proxy.start();
-    c = new FaultCase('proxy', redis.url, 30);
+    const c = track(new FaultCase('proxy', redis.url, 30));
     const slowKey = c.storm.keys[0]!;
     const env = { LOCK_MS: '1000', STALLED_MS: '500', CONCURRENCY: '4', WORK_MS: '20', SLOW_KEY: slowKey, SLOW_ASYNC_MS: '5000' };
     // The partitioned worker starts alone so the slow reconcile is surely its own.
@@ -44,7 +35,7 @@ describe('fault: worker cut from Redis by a TCP proxy', () => {
     } finally {
       proxy.resume();
     }
-    await waitFor('the partitioned reconcile to end', 60_000, async () => (await c!.world.get(`${c!.prefix}:slow-done`)) ?? undefined);
+    await waitFor('the partitioned reconcile to end', 60_000, async () => (await c.world.get(`${c.prefix}:slow-done`)) ?? undefined);
 
     const report = await c.check(90_000);
     expect(await c.world.get(`${c.prefix}:slow-done`)).toBe('fenced-out');

@@ -1,24 +1,18 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitFor } from '../harness/sandbox.js';
 import { expectClean, FaultCase } from './harness/fault-case.js';
+import { stopAfterEach } from './harness/stop-after-each.js';
 import { RedisProcess } from './harness/redis-process.js';
 
 // Lock loss by a paused process: a worker SIGSTOPped mid-reconcile, mid-storm, for longer than its
 // lease, then SIGCONT. Its lease runs out, another worker takes the key over; when the paused one wakes
 // it finishes its handler and tries to commit, and the fence must refuse it.
-let redis: RedisProcess | undefined;
-let c: FaultCase | undefined;
-afterEach(async () => {
-  await c?.close();
-  await redis?.stop();
-  c = undefined;
-  redis = undefined;
-});
+const track = stopAfterEach();
 
 describe('fault: worker SIGSTOPped past its lease', () => {
   it('3 workers, 30 keys, 2500 events; the paused holder is fenced out, nothing overlaps, lost or leaks', async () => {
-    redis = await RedisProcess.start();
-    c = new FaultCase('sigstop', redis.url, 30);
+    const redis = track(await RedisProcess.start());
+    const c = track(new FaultCase('sigstop', redis.url, 30));
     const slowKey = c.storm.keys[0]!;
     const env = { LOCK_MS: '1000', STALLED_MS: '500', CONCURRENCY: '4', WORK_MS: '20', SLOW_KEY: slowKey, SLOW_ASYNC_MS: '3000' };
     for (let i = 0; i < 3; i++) await c.startWorker(env);
@@ -36,7 +30,7 @@ describe('fault: worker SIGSTOPped past its lease', () => {
       victim.kill('SIGCONT');
     }
     await storm;
-    await waitFor('the paused reconcile to end', 30_000, async () => (await c!.world.get(`${c!.prefix}:slow-done`)) ?? undefined);
+    await waitFor('the paused reconcile to end', 30_000, async () => (await c.world.get(`${c.prefix}:slow-done`)) ?? undefined);
 
     const report = await c.check(90_000);
     expect(await c.world.get(`${c.prefix}:slow-done`)).toBe('fenced-out');
