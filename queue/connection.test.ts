@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseRedisUrl, reconnectOnError, redactUrl } from './connection.js';
+import { redactUrl } from '../runtime/redact.js';
+import { parseRedisUrl, reconnectOnError } from './connection.js';
 
 describe('REDIS_URL', () => {
   it('names one server', () => {
@@ -36,10 +37,11 @@ describe('REDIS_URL', () => {
     expect(() => parseRedisUrl('http://x')).toThrow(/must start with redis:\/\//);
     expect(() => parseRedisUrl('redis+sentinel://h:1')).toThrow(/masterName/);
     expect(() => parseRedisUrl('redis+sentinel://:pw@h/m')).toThrow(/"h" in REDIS_URL is not host:port/);
-    expect(() => parseRedisUrl('memcached://u:hunter2@h')).toThrow(/u:\*\*\*@h/);
+    expect(() => parseRedisUrl('memcached://u:hunter2@h')).toThrow(/\/\/\[redacted\]@h/);
   });
   it('redacts credentials', () => {
-    expect(redactUrl('redis://u:hunter2@h:1')).toBe('redis://u:***@h:1');
+    expect(redactUrl('redis://u:hunter2@h:1')).toBe('redis://[redacted]@h:1');
+    expect(redactUrl('redis://u:p@ss@h:1')).toBe('redis://[redacted]@h:1');
     expect(redactUrl('redis://h:1')).toBe('redis://h:1');
   });
   it('reconnects and resends after a failover answer, not after other errors', () => {

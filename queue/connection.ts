@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
+import { redactUrl } from '../runtime/redact.js';
 
 /**
  * Where Redis is, from one URL, so every process (watcher, workers, ops, HTTP functions) reads the same
@@ -105,9 +106,4 @@ export function createRedis(url: string, opts: RedisOptions = {}): RedisClient {
     sentinelRetryStrategy: (times) => Math.min(times * 200, 2_000),
     ...common,
   });
-}
-
-/** The URL with any password replaced, for logs and errors. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^@/]*)@/, (_, cred: string) => `//${cred.includes(':') ? `${cred.split(':')[0]}:***` : '***'}@`);
 }

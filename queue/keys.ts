@@ -43,7 +43,7 @@ export function queueKeys(prefix: string, queueName: string): QueueKeys {
   };
 }
 
-/** The KEYS every queue script takes, in the order they name them (queue/scripts.ts KEY_ORDER). */
+/** The KEYS every queue script takes, in the order they index them (KEYS[1] … KEYS[9] in queue/scripts.ts). */
 export function scriptKeys(k: QueueKeys): string[] {
   return [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince, k.leases, k.released];
 }

@@ -117,8 +117,6 @@ local function schedule(key, due, now, jobKeyPrefix)
 end
 `;
 
-/** Every script takes the same KEYS, in this order (queue/keys.ts `scriptKeys`), so each names all it touches. */
-export const KEY_ORDER = ['pending', 'due', 'active', 'dirty', 'failures', 'seq', 'pendingSince', 'leases', 'released'] as const;
 
 /** ARGV: key, delayMs, jobKeyPrefix. */
 export const ENQUEUE = `${LIVE}${HELD}${SCHEDULE}
@@ -196,9 +194,8 @@ return {'claimed', token, '0'}
 `;
 
 /** ARGV: key, token, leaseMs. Extends the lease of the claim with this token; 0 when it is not the key's any more. */
-export const RENEW = `${FENCE_LUA}
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+export const RENEW = `${LIVE}${FENCE_LUA}
+local now = nowMs()
 if not holds(KEYS[3], ARGV[1], ARGV[2]) then return 0 end
 redis.call('ZADD', KEYS[8], now + tonumber(ARGV[3]), ARGV[1])
 return 1
@@ -250,8 +247,6 @@ redis.call('HSET', KEYS[9], key, token .. '|' .. cjson.encode(r))
 return r
 `;
 
-/** How long a claim's lease may have been over before SWEEP removes it (held() removes it sooner when the key is touched). */
-export const SWEEP_GRACE_MS = PENDING_GRACE_MS;
 
 /**
  * ARGV: jobKeyPrefix. Removes entries that belong to no live job or claim (see queue/sweep.ts) and
@@ -307,9 +302,7 @@ for _, key in ipairs(redis.call('HKEYS', KEYS[5])) do
   end
 end
 -- A resent RELEASE comes within seconds of the first; by the next tick its answer is no longer needed.
-for _, key in ipairs(redis.call('HKEYS', KEYS[9])) do
-  redis.call('HDEL', KEYS[9], key)
-end
+redis.call('DEL', KEYS[9])
 local out = {tostring(removed)}
 for _, key in ipairs(requeue) do table.insert(out, key) end
 return out

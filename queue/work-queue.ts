@@ -113,8 +113,9 @@ export class WorkQueue {
     if (onlyIfLater && job.timestamp + (job.delay ?? 0) <= Date.now() + delayMs + 50) return;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        if (delayMs <= 0) await job.promote();
-        else await job.changeDelay(delayMs);
+        // A promoted job is no longer delayed: nothing later can land behind it, so no re-check.
+        if (delayMs <= 0) return await job.promote();
+        await job.changeDelay(delayMs);
       } catch (err) {
         // The job became due, started or finished since the script ran: nothing left to move. Anything
         // else (Redis unreachable) propagates so the caller retries.

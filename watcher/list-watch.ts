@@ -3,7 +3,7 @@ import { Headers } from 'node-fetch';
 import type { Logger } from '../runtime/log.js';
 import { listSchema, type KubeObject } from '../kube/object.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, KubeApiError, kubeRequest } from '../kube/raw.js';
-import { collectionPath, resourceId, type ResourceRef } from '../kube/resources.js';
+import { apiVersionOf, collectionPath, resourceId, type ResourceRef } from '../kube/resources.js';
 import { closedAtOnce, ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
 import type { DeliveryBufferOptions } from './delivery-buffer.js';
 import { DeliveryPump } from './delivery-pump.js';
@@ -107,7 +107,7 @@ export class ListWatch {
     this.id = resourceId(opts.resource);
     this.metadataOnly = isMetadataOnly(opts.projection);
     this.kind = opts.resource.kind;
-    this.apiVersion = opts.resource.group ? `${opts.resource.group}/${opts.resource.version}` : opts.resource.version;
+    this.apiVersion = apiVersionOf(opts.resource);
     this.pump = new DeliveryPump({
       resource: this.id,
       deliver: opts.onEvent,

@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeObject } from '../kube/object.js';
-import { resourceId, type ResourceRef } from '../kube/resources.js';
+import { apiVersionOf, resourceId, type ResourceRef } from '../kube/resources.js';
 import type { EventSink } from '../runtime/events.js';
 import type { FunctionDefinition, MapContext, Trigger } from '../runtime/function.js';
 import type { Logger } from '../runtime/log.js';
@@ -189,7 +189,7 @@ export class Watcher {
     const { metadata } = event.object;
     await this.opts.events.emit({
       involvedObject: {
-        apiVersion: event.object.apiVersion ?? (resource.group ? `${resource.group}/${resource.version}` : resource.version),
+        apiVersion: event.object.apiVersion ?? apiVersionOf(resource),
         kind: event.object.kind ?? resource.kind,
         namespace: metadata.namespace,
         name: metadata.name,
