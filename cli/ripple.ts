@@ -195,6 +195,8 @@ async function main(): Promise<void> {
 
   let watcher: Watcher | undefined;
   let elector: LeaderElector | undefined;
+  // The watchers' Lease: its holder enqueues; status and metrics name it.
+  const leaseName = `${config.RIPPLE_PREFIX}-watcher`;
   if (mode === 'all' || mode === 'watcher') {
     await ensureNamespace(kc, config.RIPPLE_NAMESPACE);
     watcher = new Watcher({
@@ -211,7 +213,7 @@ async function main(): Promise<void> {
     elector = new LeaderElector({
       kc,
       namespace: config.RIPPLE_NAMESPACE,
-      name: `${config.RIPPLE_PREFIX}-watcher`,
+      name: leaseName,
       identity: `${hostname()}-${process.pid}`,
       log,
       onStartedLeading: () => {
@@ -264,13 +266,12 @@ async function main(): Promise<void> {
             process: {
               mode,
               watches: watcher ? () => watcher!.health() : undefined,
-              leader: elector ? { lease: `${config.RIPPLE_PREFIX}-watcher`, isLeader: () => elector!.isLeader() } : undefined,
+              leader: elector ? { lease: leaseName, isLeader: () => elector!.isLeader() } : undefined,
               workers: mode === 'all' ? { functions: inProcess ?? host.functions.map((f) => f.name), running: () => host.workersRunning() } : undefined,
             },
           }
         : undefined;
     // What the alert rules (infra/alerts/) read: Redis, watches, leadership, and the objects' phases.
-    const leaseName = `${config.RIPPLE_PREFIX}-watcher`;
     registerHealthMetrics(registry, {
       redis: host.redis,
       watcher,

@@ -12,6 +12,11 @@ export type JobState = (typeof JOB_STATES)[number];
 
 export const JOB_COUNT_METRIC = 'bullmq_job_count';
 
+/** Jobs still to run or running: what a scaler and `ripple status` call the backlog. */
+export function backlogOf(counts: Record<JobState, number>): number {
+  return counts.waiting + counts.prioritized + counts.delayed + counts.active;
+}
+
 export async function jobCounts(queue: WorkQueue): Promise<Record<JobState, number>> {
   const raw = await queue.bull.getJobCounts(...JOB_STATES);
   const out = {} as Record<JobState, number>;

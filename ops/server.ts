@@ -9,7 +9,7 @@ import { createLogger, type Logger } from '../runtime/log.js';
 import { redactUrl } from '../runtime/redact.js';
 import { requireToken } from './auth.js';
 import { ADMIN_DASHBOARD_PATH, DASHBOARD_PATH, mountDashboards } from './dashboard.js';
-import { jobCounts, registerJobCounts } from './queue-counts.js';
+import { backlogOf, jobCounts, registerJobCounts } from './queue-counts.js';
 import { resyncRoutes, type ResyncHost } from './resync.js';
 import { BadContinueToken } from './scan-page.js';
 import { opsStatus, type ProcessStatus } from './status.js';
@@ -101,7 +101,7 @@ export function opsApp(opts: OpsAppOptions): Hono {
     return c.json({
       queues: all.map((q, i) => {
         const s = counts[i]!;
-        return { name: q.name, counts: s, backlog: s.waiting + s.prioritized + s.delayed + s.active };
+        return { name: q.name, counts: s, backlog: backlogOf(s) };
       }),
     });
   });

@@ -2,7 +2,7 @@ import type { WorkQueue } from '../queue/work-queue.js';
 import { readForScrape } from '../queue/scrape.js';
 import { redactUrl } from '../runtime/redact.js';
 import type { WatchHealth } from '../watcher/list-watch.js';
-import { jobCounts, type JobState } from './queue-counts.js';
+import { backlogOf, jobCounts, type JobState } from './queue-counts.js';
 
 /** What this process knows of itself beyond the queues: its watches, its Lease, its workers. */
 export interface ProcessStatus {
@@ -39,7 +39,7 @@ export async function opsStatus(queues: WorkQueue[], p: ProcessStatus, now = Dat
   const rows = await Promise.all(
     queues.map(async (q): Promise<QueueStatus> => {
       const [counts, workers] = await Promise.all([readForScrape(() => jobCounts(q)), readForScrape(() => q.bull.getWorkersCount())]);
-      return { name: q.name, counts: counts ?? null, backlog: counts ? counts.waiting + counts.prioritized + counts.delayed + counts.active : null, workers: workers ?? null };
+      return { name: q.name, counts: counts ?? null, backlog: counts ? backlogOf(counts) : null, workers: workers ?? null };
     }),
   );
   return {
