@@ -13,6 +13,9 @@ import { isMetadataOnly, project, type Projection } from './projection.js';
 import { ObjectStore } from './store.js';
 import { parseWatchLine } from './watch-line.js';
 
+/** What can hold a watch down: its list/watch stream, or delivering its events to the queue. */
+type DownSide = 'stream' | 'delivery';
+
 export interface ListWatchOptions {
   kc: KubeConfig;
   resource: ResourceRef;
@@ -90,6 +93,7 @@ export class ListWatch {
   private readonly wakers = new Set<() => void>();
   private downSince?: number;
   private lastError?: string;
+  private readonly downBecause = new Map<DownSide, string>();
   private synced = false;
   private relists = 0;
   private bookmarks = 0;
@@ -116,10 +120,8 @@ export class ListWatch {
       delivery: opts.delivery,
       onDeadLetter: opts.onDeadLetter,
       metrics: opts.metrics,
-      onDown: (why) => this.markDown(why),
-      onUp: () => {
-        if (this.lastError?.startsWith('delivery')) this.markUp();
-      },
+      onDown: (why) => this.markDown('delivery', why),
+      onUp: () => this.markUp('delivery'),
     });
     this.loop = this.run();
   }
@@ -172,7 +174,7 @@ export class ListWatch {
           await this.sleep(delay);
           continue;
         }
-        if (!this.lastError?.startsWith('delivery')) this.markUp();
+        this.markUp('stream');
       } catch (err) {
         if (this.stopped) break;
         if (this.opts.optional && rv === undefined && err instanceof KubeApiError && err.code === 404) {
@@ -192,7 +194,7 @@ export class ListWatch {
         // carried is in the store, and a bookmark's version is the point of having asked for them.
         if (rv !== undefined && this.resourceVersion !== undefined) rv = this.resourceVersion;
         const delay = this.backoff.next(Date.now());
-        this.markDown(err);
+        this.markDown('stream', err);
         this.opts.log.warn({ resource: this.id, err: String(err), retryInMs: Math.round(delay) }, 'watch failed; reconnecting');
         // After an error the resourceVersion may be fine (a cut connection) or not; keep it and let
         // the server say 410 if it is too old, which costs one request instead of a full relist.
@@ -230,7 +232,7 @@ export class ListWatch {
     // relists go on to watch while their events drain.
     if (!this.synced) await this.pump.drained();
     this.synced = true;
-    if (!this.lastError?.startsWith('delivery')) this.markUp();
+    this.markUp('stream');
     return rv;
   }
 
@@ -244,7 +246,7 @@ export class ListWatch {
     for (const event of this.store.replace([])) this.pump.push(event);
     if (!this.synced) await this.pump.drained();
     this.synced = true;
-    this.markUp();
+    this.markUp('stream');
     await this.sleep(this.opts.absentRecheckMs ?? 30_000);
   }
 
@@ -353,15 +355,26 @@ export class ListWatch {
     return out;
   }
 
-  private markUp(): void {
+  /**
+   * The watch is down while its stream (list/watch) or its delivery (enqueueing) is: each side reports
+   * for itself, so the stream coming back never hides a delivery that is still failing, or the reverse.
+   */
+  private markUp(side: DownSide): void {
+    this.downBecause.delete(side);
+    const still = [...this.downBecause.values()];
+    if (still.length > 0) {
+      this.lastError = still[still.length - 1];
+      return;
+    }
     if (this.downSince !== undefined) this.opts.log.info({ resource: this.id }, 'watch recovered');
     this.downSince = undefined;
     this.lastError = undefined;
   }
 
-  private markDown(err: unknown): void {
+  private markDown(side: DownSide, err: unknown): void {
     this.downSince ??= Date.now();
     this.lastError = String(err);
+    this.downBecause.set(side, this.lastError);
   }
 
   private sleep(ms: number): Promise<void> {
