@@ -22,6 +22,7 @@ import {
   readyToOperate,
   trafficOff,
   type PodState,
+  awaitsPreCheck,
 } from './protocol/index.js';
 
 /** Reported as the Event source, so `kubectl describe pod` says who flipped the gate. */
@@ -71,7 +72,7 @@ async function isTrafficOff(ctx: HandlerContext, pod: LifecyclePod, state: PodSt
  */
 async function transitionChecks(ctx: HandlerContext, pod: LifecyclePod, state: PodState): Promise<Partial<TransitionChecks> & { problem?: string }> {
   const checks: Partial<TransitionChecks> = { postCheck: postCheckPasses(state) };
-  const waiting = liveLifecycles(parseLifecycleView(state.labels)).some((e) => e.stage === 'begun' || e.stage === 'pre-check');
+  const waiting = awaitsPreCheck(state.labels);
   if (!waiting) return checks;
   const parsed = parseBudget(pod.metadata.annotations?.[MAX_UNAVAILABLE_ANNOTATION]);
   if (!parsed.ok) return { ...checks, preCheck: false, problem: parsed.error };

@@ -12,10 +12,9 @@ import {
   CONTROL_LABEL_VALUE,
   expectationKey,
   isUnavailable,
-  liveLifecycles,
   parseAvailableConditions,
-  parseLifecycleView,
   type PodState,
+  awaitsPreCheck,
 } from './protocol/index.js';
 
 /** Server-side selector of the Pods that take part; the watch and the resync list only these. */
@@ -152,7 +151,7 @@ export const mapToSiblingsAwaitingPreCheck: Mapper = (e, ctx) => {
     .filter((p) => {
       const sibling = lifecyclePodSchema.safeParse(p);
       if (!sibling.success || sibling.data.metadata.uid === e.object.metadata.uid || controllerUidOf(sibling.data) !== owner) return false;
-      return liveLifecycles(parseLifecycleView(sibling.data.metadata.labels ?? {})).some((l) => l.stage === 'begun' || l.stage === 'pre-check');
+      return awaitsPreCheck(sibling.data.metadata.labels ?? {});
     })
     .map((p) => storeKey(p));
 };

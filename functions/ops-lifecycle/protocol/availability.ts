@@ -57,3 +57,8 @@ export function availabilityAllows(input: AvailabilityInput): { allowed: boolean
 export function postCheckPasses(pod: Pick<PodState, 'conditions'>): boolean {
   return conditionStatus(pod, 'ContainersReady') !== 'False';
 }
+
+/** A pod whose lifecycle waits for its pre-check (begun, or in pre-check): the budget decides when it goes on. */
+export function awaitsPreCheck(labels: Readonly<Record<string, string>>): boolean {
+  return liveLifecycles(parseLifecycleView(labels)).some((e) => e.stage === 'begun' || e.stage === 'pre-check');
+}
