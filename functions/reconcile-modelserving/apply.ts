@@ -15,10 +15,13 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { isStatus, KubeApiError, kubeRequest } from '../../kube/raw.js';
+import { objectMetaSchema } from '../../kube/object.js';
 import { collectionPath, objectPath, Resources, type ResourceRef } from '../../kube/resources.js';
 import type { Logger } from '../../runtime/log.js';
 import { deleteThroughLifecycle } from '../ops-lifecycle/client/index.js';
 import { describeAction, type Action } from './plan/actions.js';
+import { ownershipOf } from './plan/owner.js';
+import type { ModelServing } from '../../api/modelserving.js';
 import { MODELSERVING_DELETION } from './lifecycle.js';
 import { classifyRefusal, type Refusal } from './refusal.js';
 
@@ -32,8 +35,8 @@ export interface ApplyOptions {
   /** Delete pods through PodOpsLifecycle (the ModelServing opted in). */
   lifecycle: boolean;
   lifecyclePollMs: number;
-  /** The ModelServing's UID: a create answered 409 by an object with another controller is reported, not counted as done. */
-  ownerUid?: string;
+  /** The ModelServing: a create answered 409 by an object someone else controls is reported, not counted as done. */
+  owner?: ModelServing;
 }
 
 export interface ApplyResult {
@@ -102,25 +105,20 @@ export function stages(actions: readonly Action[]): Action[][] {
   return out;
 }
 
-const controllerSchema = z.object({
-  metadata: z
-    .object({ ownerReferences: z.array(z.object({ uid: z.string(), controller: z.boolean().optional() })).optional() })
-    .optional(),
-});
-
 /**
- * Create-if-absent. Returns false when the name is held by an object that is not controlled by
- * `ownerUid` (checked only when given): a 409 from a previous attempt of ours is success, one from
+ * Create-if-absent. Returns false when the name is held by a foreign object (plan/owner.ts, checked only
+ * when `owner` is given): a 409 from a previous attempt of ours is success, as is one from a previous
+ * ModelServing of the same name (the planner deletes that child, and the create comes again); one from
  * someone else's object means the child does not exist and will not, until that object goes.
  */
-async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body: unknown, ownerUid?: string): Promise<boolean> {
+async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body: unknown, owner?: ModelServing): Promise<boolean> {
   try {
     await kubeRequest(kc, collectionPath(ref, namespace), { method: 'POST', body });
     return true;
   } catch (err) {
     if (!isStatus(err, 409)) throw err;
     const name = z.object({ metadata: z.object({ name: z.string() }) }).safeParse(body);
-    if (!ownerUid || !name.success) return true;
+    if (!owner || !name.success) return true;
     let existing: unknown;
     try {
       existing = await kubeRequest(kc, objectPath(ref, namespace, name.data.metadata.name));
@@ -128,9 +126,8 @@ async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body:
       if (isStatus(getErr, 404)) return true; // gone meanwhile: the next reconcile creates it
       throw getErr;
     }
-    const parsed = controllerSchema.safeParse(existing);
-    const controller = parsed.success ? parsed.data.metadata?.ownerReferences?.find((r) => r.controller === true) : undefined;
-    return controller?.uid === ownerUid;
+    const parsed = z.object({ metadata: objectMetaSchema }).safeParse(existing);
+    return parsed.success && ownershipOf(parsed.data.metadata, owner) !== 'foreign';
   }
 }
 
@@ -170,9 +167,9 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         });
         return {};
       case 'createPod':
-        return (await create(kc, Resources.pod, namespace, a.pod, opts.ownerUid)) ? {} : { taken: true };
+        return (await create(kc, Resources.pod, namespace, a.pod, opts.owner)) ? {} : { taken: true };
       case 'createService':
-        return (await create(kc, Resources.service, namespace, a.service, opts.ownerUid)) ? {} : { taken: true };
+        return (await create(kc, Resources.service, namespace, a.service, opts.owner)) ? {} : { taken: true };
       case 'deletePod': {
         if (!opts.lifecycle) {
           await remove(kc, Resources.pod, namespace, a.name, a.uid);

@@ -181,7 +181,7 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
       concurrency: config.MODELSERVING_APPLY_CONCURRENCY,
       lifecycle: optedIn || masked.pending.length > 0,
       lifecyclePollMs: config.MODELSERVING_LIFECYCLE_POLL_MS,
-      ownerUid: uid,
+      owner: ms,
     });
   } catch (err) {
     if (err instanceof RejectedChildError) return rejectSpec(ctx, obj, [rejectionProblem(ms, err)]);

@@ -4,7 +4,7 @@
  * garbage collector has not removed yet. It is not ours, it must not be counted, and we delete it
  * (with a UID precondition) instead of waiting, because it holds a name we need.
  */
-import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
+import type { V1OwnerReference } from '@kubernetes/client-node';
 import { MODEL_SERVING_API_VERSION, MODEL_SERVING_GROUP, MODEL_SERVING_KIND, type ModelServing } from '../../../api/modelserving.js';
 
 export type Ownership = 'ours' | 'stale' | 'foreign';
@@ -22,7 +22,10 @@ export function controllerOwnerReference(ms: ModelServing): V1OwnerReference {
   };
 }
 
-export function ownershipOf(meta: V1ObjectMeta | undefined, ms: ModelServing): Ownership {
+/** Only the owner references are read: typed client objects and raw JSON parsed with kube/object.ts both fit. */
+type OwnedMeta = { ownerReferences?: ReadonlyArray<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }> };
+
+export function ownershipOf(meta: OwnedMeta | undefined, ms: ModelServing): Ownership {
   const ref = meta?.ownerReferences?.find((r) => r.controller === true);
   if (!ref || ref.kind !== MODEL_SERVING_KIND || ref.apiVersion.split('/')[0] !== MODEL_SERVING_GROUP) return 'foreign';
   if (ref.uid === ms.metadata.uid) return 'ours';
