@@ -4,18 +4,22 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { opsLifecycleWebhooks } from '../functions/ops-lifecycle/admission/webhooks.js';
+import { TRAFFIC_OFF_MODES } from '../functions/ops-lifecycle/protocol/index.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { createLogger } from '../runtime/log.js';
 import { applyRegistration, deleteRegistration } from '../runtime/webhook/registration.js';
 import { startWebhookServer } from '../runtime/webhook/server.js';
 
-export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gate and same-write Undo), served over HTTPS:
+export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gate and same-write transitions), served over HTTPS:
   ripple webhook [--kubeconfig PATH [--context NAME] | --in-cluster] [--port 9443] [--listen 0.0.0.0]
                  [--url https://HOST:PORT] [--san host,ip] [--name ripple-ops-lifecycle]
-                 [--create-failure-policy Fail|Ignore] [--unregister-on-exit]
+                 [--create-failure-policy Fail|Ignore] [--traffic-off endpointslices|ready|gate]
+                 [--unregister-on-exit]
   Generates a CA and serving certificate (openssl), renews them before they expire, and registers a
   MutatingWebhookConfiguration by URL (--url: how the API server reaches this process; default
-  https://127.0.0.1:PORT) with the CA bundle. Without a cluster flag it uses the running local sandbox.`;
+  https://127.0.0.1:PORT) with the CA bundle. --traffic-off must match the reconciler's OPS_LIFECYCLE_TRAFFIC_OFF
+  (the default is read from it): the webhook never grants operate earlier than the reconciler would.
+  Without a cluster flag it uses the running local sandbox.`;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -26,6 +30,7 @@ const optionsSchema = z.object({
   san: z.string().optional(),
   name: z.string().regex(/^[a-z0-9][a-z0-9.-]*$/, 'a DNS-style name').default('ripple-ops-lifecycle'),
   createFailurePolicy: z.enum(['Fail', 'Ignore']).default('Fail'),
+  trafficOff: z.enum(TRAFFIC_OFF_MODES).default('endpointslices'),
 });
 
 /** `ripple webhook …`: serves until SIGINT/SIGTERM. */
@@ -42,6 +47,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
       san: { type: 'string' },
       name: { type: 'string' },
       'create-failure-policy': { type: 'string' },
+      'traffic-off': { type: 'string' },
       'unregister-on-exit': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -57,6 +63,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
     san: values.san,
     name: values.name,
     createFailurePolicy: values['create-failure-policy'],
+    trafficOff: values['traffic-off'] ?? process.env.OPS_LIFECYCLE_TRAFFIC_OFF,
   });
   if (!parsed.success) throw new Error(`webhook: ${parsed.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('; ')}\n${WEBHOOK_USAGE}`);
   const opts = parsed.data;
@@ -73,7 +80,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
   const log = createLogger('ripple').child({ mode: 'webhook' });
   const baseUrl = (opts.url ?? `https://127.0.0.1:${opts.port}`).replace(/\/$/, '');
   const hosts = [new URL(baseUrl).hostname.replace(/^\[|\]$/g, ''), ...(opts.san?.split(',').filter(Boolean) ?? [])];
-  const webhooks = opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy });
+  const webhooks = opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy, trafficOff: opts.trafficOff });
   const server = await startWebhookServer({
     webhooks,
     hosts,

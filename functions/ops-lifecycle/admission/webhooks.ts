@@ -1,19 +1,32 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { objectMetaSchema } from '../../../kube/object.js';
-import type { AdmissionDecision, JsonPatchOp } from '../../../runtime/webhook/admission-review.js';
+import type { AdmissionDecision, AdmissionRequest, JsonPatchOp } from '../../../runtime/webhook/admission-review.js';
 import type { AdmissionWebhookDefinition } from '../../../runtime/webhook/types.js';
-import { admitUndo, CONTROL_LABEL, CONTROL_LABEL_VALUE, isControlled, SERVICE_READY_CONDITION } from '../protocol/index.js';
+import {
+  admitWrite,
+  CONTROL_LABEL,
+  CONTROL_LABEL_VALUE,
+  isControlled,
+  nanosFromDate,
+  SERVICE_READY_CONDITION,
+  type ConditionStatus,
+  type TrafficOffMode,
+  type UnixNanos,
+} from '../protocol/index.js';
 
 const podSchema = z
   .object({
     metadata: objectMetaSchema.partial({ name: true }),
     spec: z.object({ readinessGates: z.array(z.object({ conditionType: z.string() }).passthrough()).nullish() }).passthrough().nullish(),
+    status: z.object({ conditions: z.array(z.object({ type: z.string(), status: z.string() }).passthrough()).nullish() }).passthrough().nullish(),
   })
   .passthrough();
+type AdmittedPod = z.infer<typeof podSchema>;
 
 /** Only Pods that take part: the API server does not even call the webhooks for others. */
 const CONTROLLED = { matchLabels: { [CONTROL_LABEL]: CONTROL_LABEL_VALUE } };
+const NOT_SYSTEM = { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn' as const, values: ['kube-system', 'kube-node-lease'] }] };
 
 /** The JSON patch that adds the service-ready gate to a Pod being created, or nothing if it has it. */
 export function readinessGatePatch(pod: unknown): JsonPatchOp[] {
@@ -25,13 +38,48 @@ export function readinessGatePatch(pod: unknown): JsonPatchOp[] {
   return parsed.data.spec?.readinessGates ? [{ op: 'add', path: '/spec/readinessGates/-', value: gate }] : [{ op: 'add', path: '/spec/readinessGates', value: [gate] }];
 }
 
-/** The JSON patch that applies undo in the same write (protocol/admitUndo), or nothing. */
-export function undoPatch(pod: unknown): JsonPatchOp[] {
-  const parsed = podSchema.safeParse(pod);
+/** The part of an admission request a transition depends on. */
+export interface WriteReview {
+  operation: AdmissionRequest['operation'];
+  subResource?: string;
+  object?: unknown;
+  oldObject?: unknown;
+}
+
+const toStatus = (s: string): ConditionStatus => (s === 'True' || s === 'False' ? s : 'Unknown');
+
+/**
+ * The label transitions of one write (protocol/admitWrite), as a JSON patch, or nothing. What the write will
+ * store decides: on an update of the Pod the API server keeps the stored status (whatever the client sent), on
+ * pods/status it keeps the stored spec; labels, annotations and finalizers are the write's in both.
+ */
+export function transitionsPatch(req: WriteReview, trafficOffMode: TrafficOffMode, now: UnixNanos): JsonPatchOp[] {
+  const parsed = podSchema.safeParse(req.object);
   if (!parsed.success) return [];
-  const labels = parsed.data.metadata.labels ?? {};
+  const pod = parsed.data;
+  const labels = pod.metadata.labels ?? {};
   if (!isControlled(labels)) return [];
-  const admitted = admitUndo(labels);
+  let old: AdmittedPod | undefined;
+  if (req.operation === 'UPDATE') {
+    const parsedOld = podSchema.safeParse(req.oldObject);
+    // Without the stored Pod there is no telling what the write changes: leave it to the reconciler.
+    if (!parsedOld.success) return [];
+    old = parsedOld.data;
+  }
+  const statusFrom = req.subResource === 'status' || old === undefined ? pod : old;
+  const specFrom = req.subResource === 'status' && old !== undefined ? old : pod;
+  const admitted = admitWrite({
+    labels,
+    ...(old !== undefined ? { oldLabels: old.metadata.labels ?? {} } : {}),
+    pod: {
+      finalizers: pod.metadata.finalizers ?? [],
+      annotations: pod.metadata.annotations ?? {},
+      conditions: (statusFrom.status?.conditions ?? []).map((c) => ({ type: c.type, status: toStatus(c.status) })),
+      readinessGates: (specFrom.spec?.readinessGates ?? []).map((g) => g.conditionType),
+    },
+    trafficOffMode,
+    now,
+  }).labels;
   return isDeepStrictEqual(admitted, labels) ? [] : [{ op: 'replace', path: '/metadata/labels', value: admitted }];
 }
 
@@ -45,38 +93,42 @@ export interface OpsLifecycleWebhookOptions {
    * because it could never gain it later. Ignore: Pods are created without it while the webhook is down.
    */
   createFailurePolicy?: 'Fail' | 'Ignore';
+  /** The reconciler's OPS_LIFECYCLE_TRAFFIC_OFF, so that the webhook never grants operate earlier than it would. */
+  trafficOff?: TrafficOffMode;
 }
 
 /**
  * ops-lifecycle's admission functions:
- * - `pod-readiness-gate`: Pod CREATE, adds `pod.kusionstack.io/service-ready` to spec.readinessGates (scenario 1);
- * - `pod-undo`: Pod UPDATE and pods/status UPDATE, applies a kuperator client's Undo in the same write
- *   (scenario 2). failurePolicy Ignore: if the webhook is down the reconciler still applies the undo on its next
- *   pass (the degraded behaviour: a Begin written after the Undo and before that pass loses its round, as before).
+ * - `pod-readiness-gate`: Pod CREATE, adds `pod.kusionstack.io/service-ready` to spec.readinessGates (scenario 1)
+ *   and makes the transitions of the labels the Pod is created with;
+ * - `pod-lifecycle`: Pod UPDATE and pods/status UPDATE, kuperator's same-write transitions (scenario 2): Begin,
+ *   Finish and Undo are answered as kuperator's webhook answers them. failurePolicy Ignore: while it is down the
+ *   reconciler makes the same transitions one watch event later (docs/ops-lifecycle.md, "If the webhook is down").
  */
 export function opsLifecycleWebhooks(opts: OpsLifecycleWebhookOptions = {}): AdmissionWebhookDefinition[] {
+  const mode = opts.trafficOff ?? 'endpointslices';
   return [
     {
       name: 'pod-readiness-gate.ops-lifecycle.ripple.dev',
       path: 'ops-lifecycle/pod-readiness-gate',
       rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
       objectSelector: CONTROLLED,
-      namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-node-lease'] }] },
+      namespaceSelector: NOT_SYSTEM,
       failurePolicy: opts.createFailurePolicy ?? 'Fail',
       timeoutSeconds: 5,
       // Another webhook may add the control label after this one ran.
       reinvocationPolicy: 'IfNeeded',
-      admit: (req) => allowWith(req.operation === 'CREATE' ? readinessGatePatch(req.object) : []),
+      admit: (req, now) => allowWith(req.operation === 'CREATE' ? [...readinessGatePatch(req.object), ...transitionsPatch(req, mode, nanosFromDate(now))] : []),
     },
     {
-      name: 'pod-undo.ops-lifecycle.ripple.dev',
-      path: 'ops-lifecycle/pod-undo',
+      name: 'pod-lifecycle.ops-lifecycle.ripple.dev',
+      path: 'ops-lifecycle/pod-lifecycle',
       rules: [{ operations: ['UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods', 'pods/status'] }],
       objectSelector: CONTROLLED,
-      namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-node-lease'] }] },
+      namespaceSelector: NOT_SYSTEM,
       failurePolicy: 'Ignore',
       timeoutSeconds: 5,
-      admit: (req) => allowWith(req.operation === 'UPDATE' ? undoPatch(req.object) : []),
+      admit: (req, now) => allowWith(req.operation === 'UPDATE' ? transitionsPatch(req, mode, nanosFromDate(now)) : []),
     },
   ];
 }

@@ -1,7 +1,11 @@
+import { expectedFinalizersSatisfied } from './available-conditions.js';
 import { idToLabelsMapLenient, type IdLabels } from './id-map.js';
 import { Label, PER_ID_LABELS, PERMISSION_LABEL_PREFIX, perIdKey, permissionKey } from './keys.js';
+import { hasServiceReadyGate, type PodState } from './pod-state.js';
+import { readyToOperate } from './ready-to-operate.js';
 import { isLive, stageOf } from './stage.js';
 import { formatTimestamp, type UnixNanos } from './timestamp.js';
+import { trafficOff, type TrafficOffMode } from './traffic-off.js';
 
 export interface AdmissionInput {
   labels: Readonly<Record<string, string>>;
@@ -14,6 +18,11 @@ export interface AdmissionInput {
   readyToOperate: boolean;
   /** Every expected finalizer of available-conditions is on the Pod (stale ones already discounted). */
   expectedFinalizersSatisfied: boolean;
+  /**
+   * Leave completed IDs in place even if everything else allows the cleanup: set for a write that itself adds
+   * `completing` (see admitWrite). Unset, the cleanup happens whenever every ID is completing.
+   */
+  holdCleanup?: boolean;
   now: UnixNanos;
 }
 
@@ -30,7 +39,7 @@ function removeId(out: Record<string, string>, id: string): void {
 /**
  * The label mutation kuperator's mutating webhook makes on every write of a controlled Pod, as a pure function
  * from the labels being written to the labels to store. Ripple's reconciler applies it itself (no webhook is
- * needed); a Hono admission webhook could apply it to make a transition atomic with another writer's update.
+ * needed); the admission webhook applies it through admitWrite, inside another writer's update.
  *
  * Per ID: undo clears the ID; `operating` gets `pre-check`, then (once pre-checked) `preparing`, then `operate`
  * when readyToOperate; `post-checked` becomes `completing`. Then the barriers across IDs:
@@ -101,7 +110,7 @@ export function admitLabels(input: AdmissionInput): AdmissionResult {
   const n = live.length;
   if (n > 0 && operating === 0) {
     if (completing === n) {
-      if (input.expectedFinalizersSatisfied || stayOffline) for (const [id] of live) removeId(out, id);
+      if ((input.expectedFinalizersSatisfied || stayOffline) && input.holdCleanup !== true) for (const [id] of live) removeId(out, id);
     } else {
       if (operate === n) {
         for (const [id, l] of live) {
@@ -141,22 +150,56 @@ function dropOrphanPermissions(out: Record<string, string>): void {
   }
 }
 
+export interface WriteAdmissionInput {
+  /** The labels as written. */
+  labels: Readonly<Record<string, string>>;
+  /** The labels stored before the write; absent at CREATE. */
+  oldLabels?: Readonly<Record<string, string>>;
+  /**
+   * The Pod as this write will store it: finalizers and annotations from the write, the status conditions that
+   * will be stored (the write's own for pods/status, the stored ones for an update of the Pod, whose status the
+   * API server keeps), the readiness gates of its spec.
+   */
+  pod: Pick<PodState, 'finalizers' | 'annotations' | 'conditions' | 'readinessGates'>;
+  /** The reconciler's OPS_LIFECYCLE_TRAFFIC_OFF: what must hold before operate, beyond readyToOperate. */
+  trafficOffMode: TrafficOffMode;
+  now: UnixNanos;
+}
+
 /**
- * The undo half of kuperator's webhook, for a write made by someone else: every ID carrying
- * `undo-operation-type` loses all its labels in that same write, and a permission label no remaining ID needs
- * goes with them. A Go client's BeginWithCleaningOld (Undo, then Begin in the next update) then begins on a clean
- * ID; without it the undo label would still be there at Begin, and the reconciler would strip the new round too.
- * Only undo is done here: everything that depends on the Pod's traffic (operate) stays the reconciler's.
+ * Can operate be granted from what one write shows? The admission sees the Pod and nothing else, so in
+ * `endpointslices` mode only a Pod without the gate (judged by the gate alone, as the reconciler does) can be;
+ * every other Pod waits for the reconciler, which lists the EndpointSlices. In `ready` mode the Pod's own Ready
+ * decides, which is how the kubelet's status write that turns Ready False can carry operate; in `gate` mode the
+ * write that sets service-ready False can (kuperator's behaviour).
  */
-export function admitUndo(labels: Readonly<Record<string, string>>): Record<string, string> {
-  const { ids } = idToLabelsMapLenient(labels);
-  const out: Record<string, string> = { ...labels };
-  let undone = false;
-  for (const [id, l] of ids) {
-    if (stageOf(l) !== 'undoing') continue;
-    removeId(out, id);
-    undone = true;
-  }
-  if (undone) dropOrphanPermissions(out);
-  return out;
+export function admissionReadyToOperate(pod: WriteAdmissionInput['pod'], mode: TrafficOffMode): boolean {
+  if (!readyToOperate(pod)) return false;
+  if (mode === 'endpointslices' && hasServiceReadyGate(pod)) return false;
+  return trafficOff({ mode, pod, podName: '', endpoints: [] }).off;
+}
+
+/**
+ * kuperator's mutating webhook on one write of a controlled Pod (CREATE, UPDATE, pods/status UPDATE): the label
+ * transitions of admitLabels, made inside the writer's own write, so a Go client's Begin is answered with
+ * `pre-check`, its Finish with `operated`, `done-operation-type` and `post-check`, its Undo without the ID, and
+ * a cooperator's finalizer write (or the reconciler's status write) completes a round. Two things differ from
+ * admitLabels as the reconciler calls it:
+ * - operate is granted only when the write itself shows traffic off (admissionReadyToOperate);
+ * - a write that adds `completing` is not cleaned up in that same write (kuperator's webhook is the only one to
+ *   add completing there, so it never is; Ripple's reconciler writes completing itself, and without this rule the
+ *   admission would clean the round up inside that write, before the gate turns True).
+ */
+export function admitWrite(input: WriteAdmissionInput): AdmissionResult {
+  const before = input.oldLabels;
+  const addsCompleting =
+    before !== undefined && Object.keys(input.labels).some((k) => k.startsWith(perIdKey('completing', '')) && !(k in before));
+  return admitLabels({
+    labels: input.labels,
+    ...(before !== undefined ? { previousLabels: before } : {}),
+    readyToOperate: admissionReadyToOperate(input.pod, input.trafficOffMode),
+    expectedFinalizersSatisfied: expectedFinalizersSatisfied(input.pod),
+    holdCleanup: addsCompleting,
+    now: input.now,
+  });
 }
