@@ -23,10 +23,11 @@ import { FUNCTION_NAME } from './keys.js';
 import { mapBounded } from './bounded.js';
 import { listPerNamespace } from './per-namespace.js';
 import { prometheusClient, type PrometheusClient } from './prometheus/client.js';
-import { collectGroupInputs } from './prometheus/collect.js';
+import { collectGroupInputs, collectPendingRequests } from './prometheus/collect.js';
 import { selectActiveVariants, type VariantCandidate } from './saturation/active-variants.js';
 import type { VariantDecision } from './saturation/decision.js';
-import { decideCycle, type GroupInputs } from './saturation/engine.js';
+import { cycleStamp, decideCycle, type GroupInputs } from './saturation/engine.js';
+import { planScaleFromZero, type PendingRequests } from './saturation/from-zero.js';
 import { gpuCapacityByType } from './saturation/inventory.js';
 import { readAllDecisions, storeCycleDecisions, storeCycleRecord, type CycleRecord } from './state.js';
 import { deploymentFacts } from './target/deployment-facts.js';
@@ -82,6 +83,8 @@ export const DECISION_TTL_INTERVALS = 3;
  */
 export const YOUNG_TARGET_MS = 5 * 60_000;
 export const FIRST_METRICS_RECHECK_MS = 5_000;
+/** While a model sits at zero and its inference gateway is scraped, the cycle runs this often. */
+export const SCALE_FROM_ZERO_RECHECK_MS = 5_000;
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -121,7 +124,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
       const p = previous.get(key);
       return { va, deployment: d ? deploymentFacts(d) : undefined, ...(p ? { previous: { desiredReplicas: p.desiredReplicas, targetUid: p.targetUid } } : {}) };
     });
-  const { groups, inactive } = selectActiveVariants(candidates, names.controllerInstance !== undefined ? { controllerInstance: names.controllerInstance } : {});
+  const { groups, inactive: leftOut, atZero } = selectActiveVariants(candidates, names.controllerInstance !== undefined ? { controllerInstance: names.controllerInstance } : {});
 
   // Each Deployment's pods by its own selector, not every pod of the namespace.
   const podVariantByNs = new Map<string, Map<string, string>>();
@@ -171,7 +174,24 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
     scaleToZero: policyFor,
     ...(gpuCapacity !== undefined ? { gpuCapacityByType: gpuCapacity } : {}),
   });
-  const forgotten = await storeCycleDecisions(ctx.redis, ctx.prefix, result.decisions, new Set(allKeys), inactive, now.toISOString());
+
+  // Scale from zero (issue 14 scenario 5): models whose every variant is at 0 replicas, woken when
+  // requests wait for them in the inference gateway.
+  const activeModels = new Set(groups.map((g) => g.key));
+  const pending: Record<string, PendingRequests> = {};
+  await mapBounded(
+    atZero.filter((g) => !activeModels.has(g.key)),
+    PROMETHEUS_CONCURRENCY,
+    async (g) => {
+      pending[g.key] = await collectPendingRequests(prometheus, { namespace: g.namespace, modelID: g.modelID });
+    },
+  );
+  const fromZero = planScaleFromZero(atZero, activeModels, pending, cycleStamp({ now, decisionTtlMs: DECISION_TTL_INTERVALS * intervalMs }));
+  const decisions = [...result.decisions, ...fromZero.decisions];
+  const woken = new Set(fromZero.decisions.map((d) => d.key));
+  const inactive = leftOut.filter((i) => !woken.has(i.key));
+
+  const forgotten = await storeCycleDecisions(ctx.redis, ctx.prefix, decisions, new Set(allKeys), inactive, now.toISOString());
 
   const record: CycleRecord = {
     at: now.toISOString(),
@@ -190,7 +210,8 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
       };
     }),
     inactive: inactive.map((i) => ({ key: i.key, reason: i.reason, message: i.message })),
-    decisions: result.decisions.map((d) => ({ key: d.key, desiredReplicas: d.desiredReplicas, source: d.source, reason: d.reason })),
+    decisions: decisions.map((d) => ({ key: d.key, desiredReplicas: d.desiredReplicas, source: d.source, reason: d.reason })),
+    ...(fromZero.models.length > 0 ? { atZero: fromZero.models.map((m) => ({ key: m.key, pending: pendingText(m.pending), ...(m.woke !== undefined ? { woke: m.woke } : {}) })) } : {}),
     limiter: result.limiter,
     ...(unreadable.size > 0 ? { unreadableNamespaces: Object.fromEntries(unreadable) } : {}),
   };
@@ -199,7 +220,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
 
   // Every VA, valid or not: this is also the function's resync, so a missed event heals within one tick.
   const partial = reason === 'requeue' || reason === 'handler';
-  const visit = partial ? changedKeys(result.decisions, inactive, previous) : allKeys;
+  const visit = partial ? changedKeys(decisions, inactive, previous) : allKeys;
   for (const key of visit) await ctx.enqueue(FUNCTION_NAME, key);
 
   // A young Deployment whose pods do not report yet: look again soon rather than at the next tick.
@@ -209,6 +230,14 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
     .map((v) => v.key);
   const waiting = result.decisions.some((d) => young.includes(d.key) && d.source === 'no-metrics');
   if (waiting && FIRST_METRICS_RECHECK_MS < intervalMs) return { requeueAfterMs: FIRST_METRICS_RECHECK_MS };
+  // A model at zero whose gateway is scraped: requests that arrive wait there, so look again soon
+  // (WVA's scale-from-zero engine polls every 100 ms; a cycle is heavier, hence seconds).
+  if (fromZero.watched && SCALE_FROM_ZERO_RECHECK_MS < intervalMs) return { requeueAfterMs: SCALE_FROM_ZERO_RECHECK_MS };
+}
+
+function pendingText(p: PendingRequests): string {
+  if (p.status === 'ok') return String(p.pending);
+  return p.status === 'none' ? 'no gateway series' : `unknown: ${p.message}`;
 }
 
 /** VAs whose decision differs from the one stored before this cycle, and VAs newly left out. */

@@ -106,7 +106,8 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
       await publishSeries(ctx.redis, ctx.prefix, req.key, {
         variantName: ref.name,
         namespace,
-        accelerator: va.metadata.labels?.[ACCELERATOR_NAME_LABEL] ?? previousStatus?.desiredOptimizedAlloc?.accelerator ?? UNRESOLVED_ACCELERATOR,
+        // The cycle's choice first, so the two writers of this series never disagree on its labels.
+        accelerator: inactive.accelerator ?? va.metadata.labels?.[ACCELERATOR_NAME_LABEL] ?? previousStatus?.desiredOptimizedAlloc?.accelerator ?? UNRESOLVED_ACCELERATOR,
         current: deployment.currentReplicas,
         desired: 0,
       });

@@ -29,7 +29,13 @@ export async function readDecision(redis: RedisClient, prefix: string, vaKey: st
 }
 
 /** Why a cycle left a VA out; the VA's reconcile puts it on its conditions and publishes nothing. */
-export const inactiveRecordSchema = z.object({ reason: z.string().min(1), message: z.string(), at: z.string() });
+export const inactiveRecordSchema = z.object({
+  reason: z.string().min(1),
+  message: z.string(),
+  at: z.string(),
+  /** The accelerator of the desired-0 series of a Deployment at 0 replicas, as the cycle wrote it. */
+  accelerator: z.string().optional(),
+});
 export type InactiveRecord = z.infer<typeof inactiveRecordSchema>;
 
 export async function readInactive(redis: RedisClient, prefix: string, vaKey: string): Promise<InactiveRecord | undefined> {
@@ -41,7 +47,7 @@ export async function readInactive(redis: RedisClient, prefix: string, vaKey: st
 
 /**
  * Stores a cycle's decisions, and for the VAs it left out their reason instead of a decision: their
- * old decision and series go at once (a Deployment scaled to 0 by hand must not be scaled back up
+ * old decision and series go at once (a VA whose Deployment is at 0 replicas gets a desired-0 series instead) (a Deployment scaled to 0 by hand must not be scaled back up
  * by KEDA reading a frozen desired; a duplicate VA's frozen series must not win the scrape). Also
  * forgets everything of VAs that no longer exist (VA Delete events are blocked by seed 003, so the
  * cycle is where a deleted VA's gauges go away). VAs in none of the three lists (their namespace
@@ -52,7 +58,7 @@ export async function storeCycleDecisions(
   prefix: string,
   decisions: readonly VariantDecision[],
   existingVaKeys: ReadonlySet<string>,
-  inactive: ReadonlyArray<{ key: string; reason: string; message: string }> = [],
+  inactive: ReadonlyArray<{ key: string; reason: string; message: string; zeroSeries?: Omit<SeriesRecord, 'desired' | 'validUntil'> }> = [],
   at = new Date().toISOString(),
 ): Promise<string[]> {
   const keys = stateKeys(prefix);
@@ -61,8 +67,13 @@ export async function storeCycleDecisions(
   const tx = redis.multi();
   for (const d of decisions) tx.hset(keys.decisions, d.key, JSON.stringify(d));
   if (decisions.length > 0) tx.hdel(keys.inactive, ...decisions.map((d) => d.key));
-  for (const i of inactive) tx.hset(keys.inactive, i.key, JSON.stringify({ reason: i.reason, message: i.message, at }));
-  const silenced = [...gone, ...inactive.map((i) => i.key)];
+  for (const i of inactive) {
+    tx.hset(keys.inactive, i.key, JSON.stringify({ reason: i.reason, message: i.message, at, ...(i.zeroSeries ? { accelerator: i.zeroSeries.accelerator } : {}) }));
+    if (i.zeroSeries) tx.hset(keys.series, i.key, JSON.stringify(seriesRecordSchema.parse({ ...i.zeroSeries, desired: 0 })));
+  }
+  const silenced = [...gone, ...inactive.filter((i) => !i.zeroSeries).map((i) => i.key)];
+  const undecided = inactive.filter((i) => i.zeroSeries).map((i) => i.key);
+  if (undecided.length > 0) tx.hdel(keys.decisions, ...undecided);
   if (silenced.length > 0) {
     tx.hdel(keys.decisions, ...silenced);
     tx.hdel(keys.series, ...silenced);
@@ -133,6 +144,8 @@ export const cycleRecordSchema = z.object({
   inactive: z.array(z.object({ key: z.string(), reason: z.string(), message: z.string() })),
   decisions: z.array(z.object({ key: z.string(), desiredReplicas: z.number(), source: z.string(), reason: z.string() })),
   limiter: z.string(),
+  /** Models with every variant at 0 replicas: the requests waiting for them in the gateway, and the variant woken. */
+  atZero: z.array(z.object({ key: z.string(), pending: z.string(), woke: z.string().optional() })).optional(),
   /** Namespaces whose Deployments or pods could not be listed, with the error: their VAs sat this cycle out. */
   unreadableNamespaces: z.record(z.string(), z.string()).optional(),
 });

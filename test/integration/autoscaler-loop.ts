@@ -77,6 +77,8 @@ export async function startLoop(
     prometheusInConfigMap?: boolean;
     /** How many processes serve Ripple's /metrics (two during an ops-server rollout); default 1. */
     exporters?: number;
+    /** More `host:port` targets scraped beside the vLLM emitter (an EPP's metrics, for scale from zero). */
+    extraTargets?: string[];
   } = {},
 ): Promise<Loop> {
   const sb = await openSandbox(label);
@@ -84,7 +86,7 @@ export async function startLoop(
   const registry = new Registry();
   const vllmTarget = await emitter.start();
   const exporters = await Promise.all(Array.from({ length: opts.exporters ?? 1 }, () => serveRegistry(registry)));
-  const prometheus = await startPrometheus({ targets: [vllmTarget], rippleTargets: exporters.map((e) => e.target), scrapeIntervalMs: 1000, ...opts.prometheus });
+  const prometheus = await startPrometheus({ targets: [vllmTarget, ...(opts.extraTargets ?? [])], rippleTargets: exporters.map((e) => e.target), scrapeIntervalMs: 1000, ...opts.prometheus });
   await prometheus.waitForTargetsUp();
   const env = autoscalerEnv(sb, { ...(opts.prometheusInConfigMap ? {} : { PROMETHEUS_URL: prometheus.url }), ...opts.env });
   await upsertConfigMap(sb, CTRL, { GLOBAL_OPT_INTERVAL: '1h', ...(opts.prometheusInConfigMap ? { PROMETHEUS_BASE_URL: prometheus.url } : {}), ...opts.controllerConfig });

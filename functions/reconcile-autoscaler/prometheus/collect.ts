@@ -6,10 +6,11 @@
 import { redactUrl } from '../../../runtime/redact.js';
 import type { ScaleToZeroPolicy } from '../config/scale-to-zero-config.js';
 import { parseInstantVector, parseSingleValue, valuesByPod } from '../queries/prometheus-response.js';
-import { modelQueries } from '../queries/promql.js';
+import { modelQueries, pendingRequestsQuery, type ModelSelector } from '../queries/promql.js';
 import { joinReplicaMetrics } from '../queries/replica-metrics.js';
 import type { ModelGroup } from '../saturation/active-variants.js';
 import type { RequestCount } from '../saturation/enforcer.js';
+import type { PendingRequests } from '../saturation/from-zero.js';
 import type { GroupInputs } from '../saturation/engine.js';
 import { PrometheusAuthError, type PrometheusClient } from './client.js';
 
@@ -22,10 +23,11 @@ export async function collectGroupInputs(
   if ('unavailable' in prometheus) return { metrics: { status: 'error', message: prometheus.unavailable } };
   const q = modelQueries({ namespace: group.namespace, modelID: group.modelID }, scaleToZero);
   try {
-    const [kvBody, queueBody, countBody] = await Promise.all([
+    const [kvBody, queueBody, countBody, pendingBody] = await Promise.all([
       prometheus.query(q.kvCacheUsage),
       prometheus.query(q.queueLength),
       q.requestCount !== undefined ? prometheus.query(q.requestCount) : Promise.resolve(undefined),
+      q.pendingRequests !== undefined ? prometheus.query(q.pendingRequests) : Promise.resolve(undefined),
     ]);
     const kv = parseInstantVector(kvBody);
     if (!kv.ok) return { metrics: { status: 'error', message: `KV-cache query: ${kv.error}` } };
@@ -37,9 +39,31 @@ export async function collectGroupInputs(
       const c = parseSingleValue(countBody);
       requestCount = c.ok ? { status: 'ok', count: c.value } : { status: 'error', message: c.error };
     }
-    return { metrics: { status: 'ok', replicas }, ...(requestCount !== undefined ? { requestCount } : {}) };
+    const pending = q.pendingRequests !== undefined ? pendingFrom(pendingBody) : undefined;
+    return {
+      metrics: { status: 'ok', replicas },
+      ...(requestCount !== undefined ? { requestCount } : {}),
+      ...(pending?.status === 'ok' ? { pendingRequests: pending.pending } : {}),
+    };
   } catch (err) {
     // The message becomes MetricsAvailable's and a Warning Event's: no URL credentials, whatever threw.
     return { metrics: { status: 'error', message: redactUrl(err instanceof Error ? err.message : String(err)), ...(err instanceof PrometheusAuthError ? { auth: true } : {}) } };
+  }
+}
+
+function pendingFrom(body: unknown): PendingRequests {
+  const v = parseInstantVector(body);
+  if (!v.ok) return { status: 'error', message: v.error };
+  const finite = v.samples.filter((s) => Number.isFinite(s.value));
+  return finite.length === 0 ? { status: 'none' } : { status: 'ok', pending: finite.reduce((a, s) => a + s.value, 0) };
+}
+
+/** Requests waiting in the inference gateway for one model at zero (scale from zero). Never throws. */
+export async function collectPendingRequests(prometheus: PrometheusClient | { unavailable: string }, model: ModelSelector): Promise<PendingRequests> {
+  if ('unavailable' in prometheus) return { status: 'error', message: prometheus.unavailable };
+  try {
+    return pendingFrom(await prometheus.query(pendingRequestsQuery(model)));
+  } catch (err) {
+    return { status: 'error', message: redactUrl(err instanceof Error ? err.message : String(err)) };
   }
 }

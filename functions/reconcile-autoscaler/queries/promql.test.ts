@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { kvCacheUsageQuery, modelQueries, promqlString, queueLengthQuery, requestCountQuery } from './promql.js';
+import { kvCacheUsageQuery, modelQueries, pendingRequestsQuery, promqlString, queueLengthQuery, requestCountQuery } from './promql.js';
 
 const m = { namespace: 'llm-d-sim', modelID: 'default/default' };
 
@@ -17,6 +17,15 @@ describe('PromQL builders', () => {
   it('adds the request count only when scale-to-zero is enabled', () => {
     expect(modelQueries(m, { enabled: false, retentionMs: 600_000 }).requestCount).toBeUndefined();
     expect(modelQueries(m, { enabled: true, retentionMs: 900_000 }).requestCount).toContain('[15m]');
+  });
+
+  it('builds the gateway queue query of scale from zero: target_model_name (WVA v0.5.0), else model_name (v0.5.1)', () => {
+    expect(pendingRequestsQuery(m)).toBe(
+      'sum(inference_extension_flow_control_queue_size{namespace="llm-d-sim",target_model_name="default/default"}) or ' +
+        'sum(inference_extension_flow_control_queue_size{namespace="llm-d-sim",model_name="default/default",target_model_name=""})',
+    );
+    expect(modelQueries(m, { enabled: false, retentionMs: 600_000 }).pendingRequests).toBeUndefined();
+    expect(modelQueries(m, { enabled: true, retentionMs: 600_000 }).pendingRequests).toBe(pendingRequestsQuery(m));
   });
 
   it('escapes label values so they cannot change the query', () => {

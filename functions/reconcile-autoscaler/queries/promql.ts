@@ -40,17 +40,37 @@ export function requestCountQuery(m: ModelSelector, retentionMs: number): string
   return `sum(increase(${selector(VLLM_REQUEST_SUCCESS_TOTAL, m)}[${formatPrometheusDuration(retentionMs)}]))`;
 }
 
+/**
+ * The inference gateway's endpoint picker (EPP) queues requests it cannot place yet in its flow-control
+ * layer; WVA v0.5.0's scale-from-zero engine reads this gauge. Its model label is `target_model_name`
+ * (v0.5.0); WVA v0.5.1 also accepts `model_name` on series without a target model, and so does this.
+ */
+export const EPP_FLOW_CONTROL_QUEUE_SIZE = 'inference_extension_flow_control_queue_size';
+
+/**
+ * Requests of the model waiting in the gateway, summed over its EPPs (and their fairness and
+ * priority bands). The EPP runs in the namespace of its InferencePool, which is that of the pods it
+ * serves, so `namespace` is the model's. No series at all: no EPP is scraped for the model.
+ */
+export function pendingRequestsQuery(m: ModelSelector): string {
+  const ns = `namespace=${promqlString(m.namespace)}`;
+  const model = promqlString(m.modelID);
+  return `sum(${EPP_FLOW_CONTROL_QUEUE_SIZE}{${ns},target_model_name=${model}}) or sum(${EPP_FLOW_CONTROL_QUEUE_SIZE}{${ns},model_name=${model},target_model_name=""})`;
+}
+
 export interface ModelQueries {
   kvCacheUsage: string;
   queueLength: string;
   /** Only when scale-to-zero is enabled for the model. */
   requestCount?: string;
+  /** Only when scale-to-zero is enabled: requests waiting in the gateway keep the model from going to zero. */
+  pendingRequests?: string;
 }
 
 export function modelQueries(m: ModelSelector, scaleToZero: { enabled: boolean; retentionMs: number }): ModelQueries {
   return {
     kvCacheUsage: kvCacheUsageQuery(m),
     queueLength: queueLengthQuery(m),
-    ...(scaleToZero.enabled ? { requestCount: requestCountQuery(m, scaleToZero.retentionMs) } : {}),
+    ...(scaleToZero.enabled ? { requestCount: requestCountQuery(m, scaleToZero.retentionMs), pendingRequests: pendingRequestsQuery(m) } : {}),
   };
 }

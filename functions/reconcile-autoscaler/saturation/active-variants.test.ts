@@ -76,7 +76,28 @@ describe('selectActiveVariants', () => {
       { key: 'llm/dying', reason: 'target-deleting', message: 'Deployment dying is being deleted' },
       { key: 'llm/missing', reason: 'target-not-found', message: 'Deployment missing not found' },
       { key: 'llm/sts', reason: 'unsupported-target', message: 'scaleTargetRef StatefulSet is not an apps/v1 Deployment' },
-      { key: 'llm/zero', reason: 'target-scaled-to-zero', message: 'Deployment zero has 0 replicas' },
+      {
+        key: 'llm/zero',
+        reason: 'target-scaled-to-zero',
+        message: 'Deployment zero has 0 replicas',
+        zeroSeries: { variantName: 'zero', namespace: 'llm', accelerator: UNRESOLVED_ACCELERATOR, current: 0 },
+      },
+    ]);
+    // The one at zero is a candidate for scale from zero (issue 14 scenario 5); the others are not.
+    expect(all.atZero.map((g) => [g.key, g.variants.map((v) => v.key)])).toEqual([['meta/llama-3.1-8b|llm', ['llm/zero']]]);
+  });
+
+  it('lists variants at zero by model, one VA per Deployment', () => {
+    const { groups, atZero } = selectActiveVariants([
+      candidate(va('z-b', { cost: '40' }), deployment('z-b', 0, { specReplicas: 0 })),
+      candidate(va('z-a', { cost: '10' }), deployment('z-a', 0, { specReplicas: 0 })),
+      candidate(va('z-a-twin', { target: 'z-a' }), deployment('z-a', 0, { specReplicas: 0 })),
+    ]);
+    expect(groups).toEqual([]);
+    expect(atZero).toHaveLength(1);
+    expect(atZero[0]?.variants.map((v) => [v.vaName, v.variantName, v.cost])).toEqual([
+      ['z-a', 'z-a', 10],
+      ['z-b', 'z-b', 40],
     ]);
   });
 

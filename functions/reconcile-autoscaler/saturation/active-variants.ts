@@ -62,6 +62,12 @@ export interface InactiveVariant {
   key: string;
   reason: InactiveReason;
   message: string;
+  /**
+   * A Deployment at 0 replicas keeps a series, with desired 0 (issue 14 scenario 3): what it shows.
+   * The cycle writes it with its decisions, so no re-check can leave the series out between the
+   * cycle and the VA's reconcile (KEDA would read an empty result and fall back).
+   */
+  zeroSeries?: { variantName: string; namespace: string; accelerator: string; current: number };
 }
 
 export interface ModelGroup {
@@ -94,9 +100,13 @@ function accelerator(va: VariantAutoscaling, d: DeploymentFacts): Pick<ActiveVar
 
 const nameOf = (c: VariantCandidate) => `${c.va.metadata.namespace ?? ''}/${c.va.metadata.name ?? ''}`;
 
-export function selectActiveVariants(candidates: readonly VariantCandidate[], options: { controllerInstance?: string } = {}): { groups: ModelGroup[]; inactive: InactiveVariant[] } {
+export function selectActiveVariants(
+  candidates: readonly VariantCandidate[],
+  options: { controllerInstance?: string } = {},
+): { groups: ModelGroup[]; inactive: InactiveVariant[]; atZero: ModelGroup[] } {
   const inactive: InactiveVariant[] = [];
   const active: ActiveVariant[] = [];
+  const zero: ActiveVariant[] = [];
   const claimed = new Map<string, string>();
   for (const c of [...candidates].sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0))) {
     const key = nameOf(c);
@@ -108,32 +118,56 @@ export function selectActiveVariants(candidates: readonly VariantCandidate[], op
     if (!isSupportedTarget(ref)) { skip('unsupported-target', `scaleTargetRef ${ref.kind} is not an apps/v1 Deployment`); continue; }
     if (d === undefined) { skip('target-not-found', `Deployment ${ref.name} not found`); continue; }
     if (d.deleting) { skip('target-deleting', `Deployment ${ref.name} is being deleted`); continue; }
-    if (d.specReplicas <= 0) { skip('target-scaled-to-zero', `Deployment ${ref.name} has 0 replicas`); continue; }
     const targetKey = `${va.metadata.namespace ?? ''}/${ref.name}`;
+    if (d.specReplicas <= 0) {
+      const v = variantOf(c, key, d);
+      inactive.push({
+        key,
+        reason: 'target-scaled-to-zero',
+        message: `Deployment ${ref.name} has 0 replicas`,
+        zeroSeries: { variantName: v.variantName, namespace: v.namespace, accelerator: v.accelerator, current: v.currentReplicas },
+      });
+      // A candidate for scale from zero (one VA per Deployment, as below).
+      if (!claimed.has(targetKey)) {
+        claimed.set(targetKey, va.metadata.name ?? '');
+        zero.push(v);
+      }
+      continue;
+    }
     const owner = claimed.get(targetKey);
     if (owner !== undefined) { skip('duplicate-target', `Deployment ${ref.name} is already scaled by VariantAutoscaling ${owner}`); continue; }
     claimed.set(targetKey, va.metadata.name ?? '');
-    // A decision made for an earlier Deployment of the same name (deleted, recreated) is no previous decision.
-    const desired = c.previous !== undefined && (c.previous.targetUid === undefined || c.previous.targetUid === d.uid) ? c.previous.desiredReplicas : undefined;
-    active.push({
-      key,
-      vaName: va.metadata.name ?? '',
-      namespace: va.metadata.namespace ?? '',
-      modelID: va.spec.modelID,
-      variantName: ref.name,
-      targetUid: d.uid,
-      cost: variantCostOf(va),
-      ...accelerator(va, d),
-      currentReplicas: d.currentReplicas,
-      readyReplicas: d.readyReplicas,
-      pendingReplicas: d.pendingReplicas,
-      ...(desired !== undefined ? { desiredReplicas: desired } : {}),
-      gpusPerReplica: d.gpusPerReplica,
-      ...(d.createdAt !== undefined ? { createdAt: d.createdAt } : {}),
-    });
+    active.push(variantOf(c, key, d));
   }
+  return { groups: groupByModel(active), inactive, atZero: groupByModel(zero) };
+}
+
+function variantOf(c: VariantCandidate, key: string, d: DeploymentFacts): ActiveVariant {
+  const { va } = c;
+  const ref = va.spec.scaleTargetRef;
+  // A decision made for an earlier Deployment of the same name (deleted, recreated) is no previous decision.
+  const desired = c.previous !== undefined && (c.previous.targetUid === undefined || c.previous.targetUid === d.uid) ? c.previous.desiredReplicas : undefined;
+  return {
+    key,
+    vaName: va.metadata.name ?? '',
+    namespace: va.metadata.namespace ?? '',
+    modelID: va.spec.modelID,
+    variantName: ref.name,
+    targetUid: d.uid,
+    cost: variantCostOf(va),
+    ...accelerator(va, d),
+    currentReplicas: d.currentReplicas,
+    readyReplicas: d.readyReplicas,
+    pendingReplicas: d.pendingReplicas,
+    ...(desired !== undefined ? { desiredReplicas: desired } : {}),
+    gpusPerReplica: d.gpusPerReplica,
+    ...(d.createdAt !== undefined ? { createdAt: d.createdAt } : {}),
+  };
+}
+
+function groupByModel(variants: readonly ActiveVariant[]): ModelGroup[] {
   const groups = new Map<string, ModelGroup>();
-  for (const v of active) {
+  for (const v of variants) {
     const k = modelGroupKey(v.modelID, v.namespace);
     const g = groups.get(k) ?? { key: k, modelID: v.modelID, namespace: v.namespace, variants: [] };
     g.variants.push(v);
@@ -141,7 +175,7 @@ export function selectActiveVariants(candidates: readonly VariantCandidate[], op
   }
   const sorted = [...groups.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   for (const g of sorted) g.variants.sort((a, b) => (a.variantName < b.variantName ? -1 : a.variantName > b.variantName ? 1 : 0));
-  return { groups: sorted, inactive };
+  return sorted;
 }
 
 /**

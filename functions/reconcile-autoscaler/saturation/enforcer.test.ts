@@ -48,4 +48,11 @@ describe('enforcePolicy', () => {
     enforcePolicy(targets, {}, { enabled: false }, undefined);
     expect(targets).toEqual({ a: 0 });
   });
+
+  it('scale-to-zero on, 0 requests served, but requests waiting in the gateway: unchanged (a model just woken from zero)', () => {
+    const r = enforcePolicy({ 'variant-a': 1, 'variant-b': 0 }, costs, { enabled: true }, { status: 'ok', count: 0 }, 2);
+    expect(r.targets).toEqual({ 'variant-a': 1, 'variant-b': 0 });
+    expect(r.applied).toBeUndefined();
+    expect(enforcePolicy({ 'variant-a': 1 }, costs, { enabled: true }, { status: 'ok', count: 0 }, 0).applied).toBe('scale-to-zero');
+  });
 });

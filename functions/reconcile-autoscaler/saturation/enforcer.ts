@@ -19,9 +19,14 @@ export function enforcePolicy(
   costs: Readonly<Record<string, number>>,
   policy: { enabled: boolean },
   requestCount: RequestCount | undefined,
+  /** Requests waiting in the inference gateway for the model, when it is scraped. */
+  pendingRequests?: number,
 ): EnforcerResult {
   const out = { ...targets };
   if (policy.enabled) {
+    // A model just woken from zero has served nothing yet over the retention period; its waiting
+    // requests are demand all the same (issue 14 scenario 5: no flapping back to 0).
+    if (pendingRequests !== undefined && pendingRequests > 0) return { targets: out, applied: undefined, reason: 'requests are waiting in the inference gateway: not scaling to zero' };
     if (requestCount === undefined) return { targets: out, applied: undefined, reason: 'request count not collected; targets kept' };
     if (requestCount.status === 'error') return { targets: out, applied: undefined, reason: `request count unknown (${requestCount.message}); targets kept` };
     if (requestCount.count > 0) return { targets: out, applied: undefined };

@@ -28,6 +28,8 @@ export interface GroupInputs {
   metrics: GroupMetrics;
   /** Needed only when scale-to-zero is enabled for the model. */
   requestCount?: RequestCount;
+  /** Requests waiting in the inference gateway (when it is scraped): no scale to zero while there are some. */
+  pendingRequests?: number;
 }
 
 export interface CycleOptions {
@@ -89,7 +91,7 @@ function base(v: ActiveVariant, { decidedAt, validUntil }: Stamp) {
   };
 }
 
-interface Stamp {
+export interface Stamp {
   decidedAt: string;
   validUntil: string | undefined;
 }
@@ -105,10 +107,12 @@ function fallbackDecisions(
   metrics: DecisionCondition,
   source: 'no-metrics' | 'prometheus-error' | 'prometheus-auth',
   why: string,
-  policy?: { scaleToZero: ScaleToZeroPolicy; requestCount: RequestCount | undefined },
+  policy?: { scaleToZero: ScaleToZeroPolicy; requestCount: RequestCount | undefined; pendingRequests: number | undefined },
 ): VariantDecision[] {
   const held = Object.fromEntries(group.variants.map((v) => [v.variantName, heldTarget(v)]));
-  const enforced = policy ? enforcePolicy(held, Object.fromEntries(group.variants.map((v) => [v.variantName, v.cost])), policy.scaleToZero, policy.requestCount) : undefined;
+  const enforced = policy
+    ? enforcePolicy(held, Object.fromEntries(group.variants.map((v) => [v.variantName, v.cost])), policy.scaleToZero, policy.requestCount, policy.pendingRequests)
+    : undefined;
   return group.variants.map((v) => {
     const desired = enforced?.targets[v.variantName] ?? held[v.variantName] ?? v.currentReplicas;
     const byPolicy = enforced?.applied !== undefined && desired !== held[v.variantName];
@@ -143,7 +147,7 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
   if (metrics.replicas.length === 0) {
     const cond = metricsCondition('False', MetricsAvailableReason.MetricsMissing, 'No saturation metrics for this model yet: pods may not be ready or not scraped');
     return {
-      decisions: fallbackDecisions(group, stamp, cond, 'no-metrics', 'no saturation metrics', { scaleToZero: options.scaleToZero(group.modelID, group.namespace), requestCount: inputs?.requestCount }),
+      decisions: fallbackDecisions(group, stamp, cond, 'no-metrics', 'no saturation metrics', { scaleToZero: options.scaleToZero(group.modelID, group.namespace), requestCount: inputs?.requestCount, pendingRequests: inputs?.pendingRequests }),
       summary: { ...summaryBase, inTransition: false, note: 'no metrics' },
       spare: new Map(),
     };
@@ -153,7 +157,7 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
   const computed = calculateSaturationTargets(analysis, group.variants);
   const costs = Object.fromEntries(group.variants.map((v) => [v.variantName, v.cost]));
   const policy = options.scaleToZero(group.modelID, group.namespace);
-  const enforced = enforcePolicy(computed.targets, costs, policy, inputs?.requestCount);
+  const enforced = enforcePolicy(computed.targets, costs, policy, inputs?.requestCount, inputs?.pendingRequests);
   const byName = new Map(analysis.variants.map((a) => [a.variantName, a]));
 
   const decisions = group.variants.map((v): VariantDecision => {
@@ -219,12 +223,16 @@ export function steadyText(reason: string, noChange: boolean): string {
   return out.replace(/\s+/g, ' ').replace(/\s([,;:])/g, '$1').trim();
 }
 
-export function decideCycle(groups: readonly ModelGroup[], inputs: Readonly<Record<string, GroupInputs>>, options: CycleOptions): CycleResult {
-  const decidedAt = formatConditionTime(options.now);
-  const stamp: Stamp = {
-    decidedAt,
+/** When a cycle's decisions were made, and until when they may be published without a newer one. */
+export function cycleStamp(options: Pick<CycleOptions, 'now' | 'decisionTtlMs'>): Stamp {
+  return {
+    decidedAt: formatConditionTime(options.now),
     validUntil: options.decisionTtlMs !== undefined ? formatConditionTime(new Date(options.now.getTime() + options.decisionTtlMs)) : undefined,
   };
+}
+
+export function decideCycle(groups: readonly ModelGroup[], inputs: Readonly<Record<string, GroupInputs>>, options: CycleOptions): CycleResult {
+  const stamp = cycleStamp(options);
   const decisions: VariantDecision[] = [];
   const models: ModelSummary[] = [];
   const spareByKey = new Map<string, number>();
