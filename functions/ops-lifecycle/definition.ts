@@ -10,9 +10,11 @@ import {
   endpointSliceStoppedRouting,
   lifecycleInputsChanged,
   mapEndpointSliceToPods,
+  mapServiceToCoveredPods,
   mapServiceToExpectingPods,
   mapToSiblingsAwaitingPreCheck,
   podReturnedToService,
+  serviceCooperationChanged,
   serviceExpectationMayBeStale,
 } from './triggers.js';
 
@@ -39,6 +41,9 @@ export function definition(env: Readonly<Record<string, string | undefined>> = p
         projection: keepFields('status.conditions'),
       },
       { resource: Resources.service, predicate: serviceExpectationMayBeStale, map: mapServiceToExpectingPods, projection: keepFields('spec.selector') },
+      // The in-tree Service cooperator (OPS_LIFECYCLE_SERVICE_COOPERATION): a labelled Service starts or stops
+      // covering Pods.
+      { resource: Resources.service, predicate: serviceCooperationChanged, map: mapServiceToCoveredPods, projection: keepFields('spec.selector') },
       // A preparing Pod may wait for its endpoints to go (OPS_LIFECYCLE_TRAFFIC_OFF=endpointslices).
       { resource: ENDPOINT_SLICE, predicate: endpointSliceStoppedRouting, map: mapEndpointSliceToPods, projection: keepFields('endpoints') },
     ],

@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { HandlerContext, ReconcileRequest, ReconcileResult } from '../../runtime/function.js';
-import { trafficOffModeOf } from './config.js';
+import { serviceCooperationEnabled, trafficOffModeOf } from './config.js';
+import { cooperateWithServices } from './service-cooperator/cooperate.js';
 import { listPodEndpoints } from './pod-access/endpoint-slices.js';
 import { listControlledPods, patchPodMetadata, patchServiceReady, readPod, readServiceSelector } from './pod-access/pod-api.js';
 import { controllerUidOf, podStateOf, type LifecyclePod } from './pod-access/pod.js';
@@ -96,8 +97,10 @@ async function transitionChecks(ctx: HandlerContext, pod: LifecyclePod, state: P
  */
 export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Promise<ReconcileResult | void> {
   if (req.namespace === undefined) return;
-  const pod = await readPod(ctx.kc, { namespace: req.namespace, name: req.name });
-  if (pod === undefined) return;
+  const read = await readPod(ctx.kc, { namespace: req.namespace, name: req.name });
+  if (read === undefined) return;
+  // The Service cooperator first: the lifecycle then plans from the finalizers it left, in the same reconcile.
+  const pod = serviceCooperationEnabled(ctx.env) ? await cooperateWithServices(ctx, read) : read;
   const state = podStateOf(pod);
 
   const { problem, ...checks } = await transitionChecks(ctx, pod, state);

@@ -7,6 +7,7 @@ import type { Predicate } from '../../watcher/predicates.js';
 import { storeKey } from '../../watcher/store.js';
 import { endpointSliceSchema, podEndpointsOf } from './pod-access/endpoint-slices.js';
 import { controllerUidOf, lifecyclePodSchema, podStateOf } from './pod-access/pod.js';
+import { SERVICE_COOPERATION_LABEL, selects, serviceCooperator } from './service-cooperator/plan.js';
 import {
   CONTROL_LABEL,
   CONTROL_LABEL_VALUE,
@@ -154,4 +155,31 @@ export const mapToSiblingsAwaitingPreCheck: Mapper = (e, ctx) => {
       return awaitsPreCheck(sibling.data.metadata.labels ?? {});
     })
     .map((p) => storeKey(p));
+};
+
+function cooperates(obj: KubeObject): boolean {
+  return obj.metadata.labels?.[SERVICE_COOPERATION_LABEL] === 'true';
+}
+
+/**
+ * Service events that change what the in-tree Service cooperator holds: a cooperating Service appears or goes,
+ * gains or loses the label, or changes its selector while cooperating.
+ */
+export const serviceCooperationChanged: Predicate = {
+  create: (e) => cooperates(e.object),
+  update: (e) => cooperates(e.old) !== cooperates(e.object) || (cooperates(e.object) && !isDeepStrictEqual(selectorOf(e.old), selectorOf(e.object))),
+  delete: (e) => cooperates(e.object),
+  generic: () => false,
+};
+
+/** The controlled Pods the Service selects (before or after the change) or holds with its finalizer. */
+export const mapServiceToCoveredPods: Mapper = (e, ctx) => {
+  const namespace = e.object.metadata.namespace;
+  if (namespace === undefined) return [];
+  const selectors = [selectorOf(e.object), ...(e.type === 'update' ? [selectorOf(e.old)] : [])];
+  const finalizer = serviceCooperator(namespace, e.object.metadata.name).finalizer;
+  return ctx
+    .list(Resources.pod, namespace, CONTROLLED_PODS_SELECTOR)
+    .filter((pod) => (pod.metadata.finalizers ?? []).includes(finalizer) || selectors.some((s) => selects(s, pod.metadata.labels ?? {})))
+    .map((pod) => storeKey(pod));
 };
