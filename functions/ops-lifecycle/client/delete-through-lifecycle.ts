@@ -4,6 +4,8 @@ import {
   allowOps,
   begin,
   clearPreparingToDelete,
+  CONTROL_LABEL,
+  CONTROL_LABEL_VALUE,
   isControlled,
   markPreparingToDelete,
   OperationTypes,
@@ -31,13 +33,19 @@ export interface DeleteThroughLifecycleOptions {
    * not be woken by Pod label changes (its predicates are its own), so the result always says when to look again.
    */
   pollMs?: number;
+  /**
+   * A Pod without `kusionstack.io/control=true` (created before its owner opted in): `enrol` (default) adds the
+   * label in the same write as begin, so cooperators that read the service-ready condition drain it before it
+   * goes; `delete` deletes it at once, as nothing would advance a lifecycle (use it when no ops-lifecycle runs).
+   */
+  uncontrolled?: 'enrol' | 'delete';
 }
 
 export type DeleteThroughLifecycleResult =
   | {
       state: 'deleted';
       /** gone: no such Pod (or another uid); deleting: already being deleted; deleted: deleted now; uncontrolled:
-       * deleted now without a lifecycle, because the Pod does not take part in one. */
+       * deleted now without a lifecycle, because the Pod does not take part in one (`uncontrolled: 'delete'`). */
       how: 'gone' | 'deleting' | 'deleted' | 'uncontrolled';
     }
   | {
@@ -51,8 +59,8 @@ export type DeleteThroughLifecycleResult =
  * Deletes a Pod the PodOpsLifecycle way, as one non-blocking step of the owner's reconcile:
  * begin → (wait until allowOps) → delete. Call it on every reconcile until it answers `deleted`; while it answers
  * `waiting`, return its requeueAfterMs. Every write is preconditioned (the delete on uid and resourceVersion), so
- * a Pod a cooperator took back in between is not deleted. A Pod without `kusionstack.io/control=true` is deleted
- * at once: nothing would ever advance its lifecycle.
+ * a Pod a cooperator took back in between is not deleted. A Pod without `kusionstack.io/control=true` is enrolled
+ * in the same write as begin (opts.uncontrolled).
  */
 export async function deleteThroughLifecycle(
   deps: LifecycleClientDeps,
@@ -67,17 +75,23 @@ export async function deleteThroughLifecycle(
       const pod = await readPod(deps.kc, ref);
       if (pod === undefined) return { state: 'deleted', how: 'gone' };
       if (pod.metadata.deletionTimestamp !== undefined) return { state: 'deleted', how: 'deleting' };
-      const labels = pod.metadata.labels ?? {};
-      if (!isControlled(labels)) {
+      const current = pod.metadata.labels ?? {};
+      const enrol = !isControlled(current);
+      if (enrol && opts.uncontrolled === 'delete') {
         await deletePodExactly(deps.kc, pod);
         return { state: 'deleted', how: 'uncontrolled' };
       }
+      // Enrolled and begun in one write: the Pod cannot gain the readiness gate in place (spec.readinessGates is
+      // immutable), so its Ready will not follow the gate, but the service-ready condition the lifecycle writes
+      // still drains it from cooperators that read it, and their finalizers hold the deletion.
+      const labels = enrol ? { ...current, [CONTROL_LABEL]: CONTROL_LABEL_VALUE } : current;
       const now = nowNanos(deps);
       const metadata = { labels, annotations: pod.metadata.annotations ?? {} };
       // begin is idempotent while the ID runs: calling it every time also restores a whenBegin mark someone removed.
       const begun = begin(metadata, adapter, { now });
-      if (begun.changed) {
-        await patchPodMetadata(deps.kc, pod, begun.patch);
+      if (begun.changed || enrol) {
+        const patch = enrol ? { ...begun.patch, labels: { ...begun.patch.labels, set: { ...begun.patch.labels.set, [CONTROL_LABEL]: CONTROL_LABEL_VALUE } } } : begun.patch;
+        await patchPodMetadata(deps.kc, pod, patch);
         return { state: 'waiting', stage: 'Begun', requeueAfterMs: pollMs };
       }
       const answer = allowOps(metadata, adapter, { now, operationDelaySeconds: opts.operationDelaySeconds });

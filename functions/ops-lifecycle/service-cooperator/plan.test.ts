@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { AVAILABLE_CONDITIONS_ANNOTATION, podState, SERVICE_READY_CONDITION, type ConditionStatus } from '../protocol/index.js';
+import { AVAILABLE_CONDITIONS_ANNOTATION, podState as bare, SERVICE_READY_CONDITION, type ConditionStatus } from '../protocol/index.js';
 import { planServiceCooperation, selects, serviceCooperator, SERVICE_FINALIZER_PREFIX } from './plan.js';
 
 const NS = 'shop';
+// Pods with the readiness gate, unless a test says otherwise.
+const podState: typeof bare = (p = {}) => bare({ readinessGates: [SERVICE_READY_CONDITION], ...p });
 const WEB = serviceCooperator(NS, 'web');
 const OLD = serviceCooperator(NS, 'old');
 const labels = { app: 'web' };
@@ -55,6 +57,11 @@ describe('planServiceCooperation', () => {
     expect(off.finalizers).toEqual(['other']);
     // The expectation stays: the Pod is not declared available again before the Service takes it back.
     expect(off.annotations.set).toEqual({});
+  });
+
+  it('a Pod without the readiness gate is released on the condition alone (its Ready never follows the gate)', () => {
+    const pod = bare({ labels, annotations: expecting(WEB), finalizers: [WEB.finalizer], conditions: conditions('True', 'False') });
+    expect(planServiceCooperation({ namespace: NS, pod, services }).finalizers).toEqual([]);
   });
 
   it('a deleting Pod is released the same way (its finalizer would otherwise hold the deletion)', () => {

@@ -4,6 +4,7 @@ import {
   applyDiff,
   diffMaps,
   expectationKey,
+  hasServiceReadyGate,
   isLifecycleReady,
   parseAvailableConditions,
   planCooperation,
@@ -116,7 +117,10 @@ export function planServiceCooperation(input: ServiceCooperationInput): ServiceC
     // A release of a Pod being drained waits, whole (finalizer and expectation), while the Service may still route to the Pod. A finalizer
     // whose Service is unknown (no expectation names it) cannot be routing through a Service.
     // A Pod still lifecycle-ready is not being drained (the Service merely stopped covering it): nothing to wait for.
-    if (plan.removeFinalizer !== undefined && step.name !== undefined && !isLifecycleReady(pod)) {
+    // A Pod without the readiness gate (created before it was enrolled) stays Ready, so its endpoints never go
+    // before it is deleted: waiting would hold its lifecycle forever; it is drained by the condition alone.
+    const canLeaveEndpoints = hasServiceReadyGate(pod) || pod.deleting;
+    if (plan.removeFinalizer !== undefined && step.name !== undefined && !isLifecycleReady(pod) && canLeaveEndpoints) {
       if (routedBy === undefined) {
         needsRoutes = true;
         continue;

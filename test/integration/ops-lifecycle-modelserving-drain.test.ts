@@ -1,0 +1,77 @@
+// Issue 15 scenario 5: an opted-in ModelServing's pods must not die undrained. Pods created before the opt-in
+// carry no control label (and cannot gain the readiness gate in place); they are enrolled when their deletion
+// begins, so a cooperator's protection finalizer holds them like any other pod.
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definition as opsLifecycle } from '../../functions/ops-lifecycle/definition.js';
+import { CONTROL_LABEL } from '../../functions/ops-lifecycle/client/index.js';
+import { LabelPrefix, PROTECTION_FINALIZER_PREFIX } from '../../functions/ops-lifecycle/protocol/index.js';
+import { LIFECYCLE_OPT_IN_ANNOTATION } from '../../functions/reconcile-modelserving/lifecycle.js';
+import { startRipple, type RunningRipple } from '../harness/ripple.js';
+import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+import { IMAGE_A, createMs, groupOf, listPods, modelServingFunctions, msManifest, patchMs, waitConverged, watchPods, type RoleOptions } from '../fixtures/modelserving-fixtures.js';
+
+const OPERATE = `${LabelPrefix.operate}/modelserving`;
+const OPERATING = `${LabelPrefix.operating}/modelserving`;
+const PREPARING = `${LabelPrefix.preparing}/modelserving`;
+const HOLD = `${PROTECTION_FINALIZER_PREFIX}/test-lb`;
+const roles: RoleOptions[] = [{ name: 'main', replicas: 1, workerReplicas: 1, image: IMAGE_A }];
+
+/** Every pod version of the ModelServing: which pods were marked for deletion, and whether operate came first. */
+async function recordDeletions(sb: TestSandbox, name: string) {
+  const granted = new Set<string>();
+  const deleted: Array<{ pod: string; granted: boolean }> = [];
+  const w = await watchPods(sb, name, (_type, p: V1Pod) => {
+    const key = `${p.metadata?.name}/${p.metadata?.uid}`;
+    if (p.metadata?.labels?.[OPERATE] !== undefined) granted.add(key);
+    if (p.metadata?.deletionTimestamp && !deleted.some((d) => d.pod === key)) deleted.push({ pod: key, granted: granted.has(key) });
+  });
+  return { deleted, stop: () => w.stop() };
+}
+
+async function setFinalizers(sb: TestSandbox, pod: string, finalizers: string[]): Promise<void> {
+  const current = await sb.core.readNamespacedPod({ name: pod, namespace: sb.namespace });
+  current.metadata = { ...current.metadata, finalizers };
+  await sb.core.replaceNamespacedPod({ name: pod, namespace: sb.namespace, body: current });
+}
+
+describe('ops-lifecycle: opted-in ModelServing pods are drained (scenario 5)', () => {
+  let sb: TestSandbox;
+  let ripple: RunningRipple;
+
+  beforeAll(async () => {
+    sb = await openSandbox('opslc-msdrain');
+    ripple = await startRipple(sb, modelServingFunctions([opsLifecycle()]), { env: { MODELSERVING_LIFECYCLE_POLL_MS: '500' } });
+  });
+  afterAll(async () => {
+    await ripple?.stop();
+    await sb?.cleanup();
+  });
+
+  it('a pod created before the opt-in is enrolled and drained through the lifecycle, not deleted at once', async () => {
+    await createMs(sb, msManifest('pre', sb.namespace, { replicas: 2, roles }));
+    const { pods } = await waitConverged(sb, 'pre', { podsPerGroup: 2 });
+    expect(pods.every((p) => p.metadata?.labels?.[CONTROL_LABEL] === undefined)).toBe(true);
+    // A load balancer serves pre-1's entry pod (it holds it the PodOpsLifecycle way).
+    await setFinalizers(sb, 'pre-1-main-0-0', [HOLD]);
+
+    const rec = await recordDeletions(sb, 'pre');
+    await patchMs(sb, 'pre', { metadata: { annotations: { [LIFECYCLE_OPT_IN_ANNOTATION]: 'true' } }, spec: { replicas: 1 } });
+    // Enrolled and begun; the held pod waits in preparing for the load balancer.
+    const held = await waitFor('pre-1-main-0-0 enrolled and preparing', 30_000, async () => {
+      const p = (await listPods(sb, 'pre')).find((x) => x.metadata?.name === 'pre-1-main-0-0');
+      return p?.metadata?.labels?.[PREPARING] !== undefined ? p : undefined;
+    });
+    expect(held.metadata?.labels?.[CONTROL_LABEL]).toBe('true');
+    expect(held.metadata?.labels?.[OPERATING]).toBeDefined();
+    expect(held.metadata?.deletionTimestamp).toBeUndefined();
+    expect(rec.deleted.filter((d) => d.pod.startsWith('pre-1-main-0-0/'))).toEqual([]);
+
+    await setFinalizers(sb, 'pre-1-main-0-0', []);
+    const done = await waitConverged(sb, 'pre', { podsPerGroup: 2, timeoutMs: 60_000 });
+    rec.stop();
+    expect(done.pods.every((p) => groupOf(p) === 'pre-0')).toBe(true);
+    expect(rec.deleted.map((d) => d.pod.split('/')[0]).sort()).toEqual(['pre-1-main-0-0', 'pre-1-main-0-1']);
+    expect(rec.deleted.filter((d) => !d.granted), 'deleted without operate').toEqual([]);
+  });
+});
