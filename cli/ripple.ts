@@ -88,7 +88,9 @@ async function main(): Promise<void> {
     return;
   }
   // webhook: the admission webhook server, with options of its own (cli/webhook.ts); no Redis, no queues.
+  // RIPPLE_MODE=webhook: a platform that runs the image without arguments (OpenFaaS).
   if (process.argv[2] === 'webhook') return runWebhookCommand(process.argv.slice(3));
+  if (process.argv[2] === undefined && process.env.RIPPLE_MODE === 'webhook') return runWebhookCommand([]);
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {

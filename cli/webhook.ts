@@ -8,6 +8,7 @@ import { TRAFFIC_OFF_MODES } from '../functions/ops-lifecycle/protocol/index.js'
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { createLogger } from '../runtime/log.js';
 import { applyRegistration, deleteRegistration } from '../runtime/webhook/registration.js';
+import { serveWebhookFunction } from '../runtime/webhook/function.js';
 import { startWebhookServer } from '../runtime/webhook/server.js';
 
 export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gate and same-write transitions), served over HTTPS:
@@ -15,11 +16,17 @@ export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gat
                  [--url https://HOST:PORT] [--san host,ip] [--name ripple-ops-lifecycle]
                  [--create-failure-policy Fail|Ignore] [--traffic-off endpointslices|ready|gate]
                  [--unregister-on-exit]
+  ripple webhook --function [--port PORT] [--tls-cert-file F --tls-key-file F] [--traffic-off …]
   Generates a CA and serving certificate (openssl), renews them before they expire, and registers a
   MutatingWebhookConfiguration by URL (--url: how the API server reaches this process; default
   https://127.0.0.1:PORT) with the CA bundle. --traffic-off must match the reconciler's OPS_LIFECYCLE_TRAFFIC_OFF
   (the default is read from it): the webhook never grants operate earlier than the reconciler would.
-  Without a cluster flag it uses the running local sandbox.`;
+  Without a cluster flag it uses the running local sandbox.
+  --function: served as a function on a platform (Knative, OpenFaaS; RIPPLE_MODE=webhook with
+  RIPPLE_WEBHOOK_FUNCTION=true): listens on PORT (default 8080) with /_/health and /_/ready, plain HTTP behind
+  the platform's TLS, or HTTPS from --tls-cert-file/--tls-key-file (WEBHOOK_TLS_CERT_FILE/_KEY_FILE, e.g. a
+  cert-manager Secret, re-read every minute). It generates and registers nothing: the manifests in
+  infra/deploy register it (docs/ops-lifecycle.md, "Served as a function").`;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -32,6 +39,47 @@ const optionsSchema = z.object({
   createFailurePolicy: z.enum(['Fail', 'Ignore']).default('Fail'),
   trafficOff: z.enum(TRAFFIC_OFF_MODES).default('endpointslices'),
 });
+
+const functionOptionsSchema = z
+  .object({
+    port: z.coerce.number().int().min(0).max(65535).default(8080),
+    listen: z.string().default('0.0.0.0'),
+    tlsCertFile: z.string().min(1).optional(),
+    tlsKeyFile: z.string().min(1).optional(),
+    createFailurePolicy: z.enum(['Fail', 'Ignore']).default('Fail'),
+    trafficOff: z.enum(TRAFFIC_OFF_MODES).default('endpointslices'),
+  })
+  .refine((o) => (o.tlsCertFile === undefined) === (o.tlsKeyFile === undefined), { message: 'give both --tls-cert-file and --tls-key-file, or neither', path: ['tls-cert-file'] });
+
+/** `ripple webhook --function`: the webhooks as a platform's function; serves until SIGINT/SIGTERM. */
+async function runWebhookFunction(values: Record<string, string | boolean | undefined>): Promise<void> {
+  const str = (v: string | boolean | undefined) => (typeof v === 'string' ? v : undefined);
+  const parsed = functionOptionsSchema.safeParse({
+    port: str(values.port) ?? process.env.PORT,
+    listen: str(values.listen),
+    tlsCertFile: str(values['tls-cert-file']) ?? process.env.WEBHOOK_TLS_CERT_FILE,
+    tlsKeyFile: str(values['tls-key-file']) ?? process.env.WEBHOOK_TLS_KEY_FILE,
+    createFailurePolicy: str(values['create-failure-policy']),
+    trafficOff: str(values['traffic-off']) ?? process.env.OPS_LIFECYCLE_TRAFFIC_OFF,
+  });
+  if (!parsed.success) throw new Error(`webhook --function: ${parsed.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('; ')}\n${WEBHOOK_USAGE}`);
+  const opts = parsed.data;
+  const log = createLogger('ripple').child({ mode: 'webhook-function' });
+  const fn = await serveWebhookFunction({
+    webhooks: opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy, trafficOff: opts.trafficOff }),
+    port: opts.port,
+    hostname: opts.listen,
+    log,
+    ...(opts.tlsCertFile && opts.tlsKeyFile ? { tls: { certFile: opts.tlsCertFile, keyFile: opts.tlsKeyFile } } : {}),
+  });
+  const stop = async (signal: string) => {
+    log.info({ signal }, 'stopping the webhook function');
+    await fn.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
 
 /** `ripple webhook …`: serves until SIGINT/SIGTERM. */
 export async function runWebhookCommand(argv: string[]): Promise<void> {
@@ -49,6 +97,9 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
       'create-failure-policy': { type: 'string' },
       'traffic-off': { type: 'string' },
       'unregister-on-exit': { type: 'boolean' },
+      function: { type: 'boolean' },
+      'tls-cert-file': { type: 'string' },
+      'tls-key-file': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -56,6 +107,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
     console.log(WEBHOOK_USAGE);
     return;
   }
+  if (values.function || process.env.RIPPLE_WEBHOOK_FUNCTION === 'true') return runWebhookFunction(values);
   const parsed = optionsSchema.safeParse({
     port: values.port,
     listen: values.listen,
