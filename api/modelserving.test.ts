@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { parseModelServing, resolveIntOrPercent, type ModelServing } from './modelserving.js';
+import { parseModelServing, progressDeadlineOf, resolveIntOrPercent, type ModelServing } from './modelserving.js';
 
 /** A prefill/decode deployment written the way Kthena's users write them (Kthena's field names). */
 const KTHENA_SAMPLE = `
@@ -129,6 +129,17 @@ describe('parseModelServing', () => {
     expect(ms.spec.rolloutStrategy).toBeUndefined();
     const withStrategy = ok({ ...base(), spec: { ...base().spec, rolloutStrategy: { rollingUpdateConfiguration: {} } } });
     expect(withStrategy.spec.rolloutStrategy).toEqual({ type: 'ServingGroupRollingUpdate', rollingUpdateConfiguration: { maxUnavailable: 1 } });
+  });
+
+  it('reads the progress deadline annotation, and says how to fix a bad one', () => {
+    const withDeadline = (v: string) => ({ ...base(), metadata: { name: 'llm', namespace: 'ns', annotations: { 'ripple.dev/progress-deadline-seconds': v } } });
+    expect(progressDeadlineOf(ok(base()).metadata.annotations)).toEqual({ seconds: 600 });
+    expect(progressDeadlineOf(ok(withDeadline('120')).metadata.annotations)).toEqual({ seconds: 120 });
+    for (const bad of ['0', '-5', '10m', '1.5', '']) {
+      expect(errorsOf(withDeadline(bad))).toEqual([
+        `metadata.annotations["ripple.dev/progress-deadline-seconds"]: "${bad}" must be a whole number of seconds from 1 to 2147483647, e.g. "600"`,
+      ]);
+    }
   });
 
   it('leaves schedulerName empty (resolved at pod creation), unlike Kthena\'s "volcano" default', () => {

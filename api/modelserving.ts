@@ -276,6 +276,24 @@ export const ConditionSchema = z.object({
 });
 export type Condition = z.infer<typeof ConditionSchema>;
 
+/** One role across every ServingGroup, for `kubectl get -o yaml` (Kthena #603/#630: which roles are not up). */
+export const RoleStatusSummarySchema = z.object({
+  name: z.string().describe('The role name.'),
+  replicas: z.int32().describe('Instances of this role that exist and are not being deleted, summed over ServingGroups.'),
+  readyReplicas: z.int32().describe('Of those, instances whose pods are all Running and Ready.'),
+  updatedReplicas: z.int32().describe("Of those, instances built from the spec's current template of this role."),
+  templateHash: z
+    .string()
+    .optional()
+    .describe("The modelserving.volcano.sh/role-template-hash of the spec's template of this role (absent for a role no longer in the spec)."),
+  notReady: z
+    .array(z.string())
+    .max(10)
+    .optional()
+    .describe('Up to 10 instances that are not ready, as <ServingGroup>/<role-id>, lowest first.'),
+});
+export type RoleStatusSummary = z.infer<typeof RoleStatusSummarySchema>;
+
 export const ModelServingStatusSchema = z.object({
   // Ripple's unified status (seed 002) beside Kthena's fields; without it in the CRD the API server prunes it.
   phase: PhaseSchema.optional().describe('Summary of the conditions: Pending, Starting, Ready, Degraded, Failed or NotAvailable.'),
@@ -291,6 +309,18 @@ export const ModelServingStatusSchema = z.object({
   updateRevision: z.string().optional(),
   conditions: z.array(ConditionSchema).optional(),
   labelSelector: z.string().optional().describe('Selects exactly one pod per ServingGroup (for the scale subresource).'),
+  roles: z
+    .array(RoleStatusSummarySchema)
+    .optional()
+    .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })
+    .describe('Each role summed over the ServingGroups: instances, ready, updated.'),
+  lastProgressTime: z
+    .string()
+    .optional()
+    .meta({ format: 'date-time' })
+    .describe(
+      'While the spec is being rolled out or scaled: when it last made progress. The progress deadline (annotation ripple.dev/progress-deadline-seconds, default 600) counts from it.',
+    ),
 });
 
 export const ObjectMetaSchema = z.looseObject({
@@ -334,6 +364,29 @@ export type RolloutStrategy = z.infer<typeof RolloutStrategySchema>;
 export type Plugin = z.infer<typeof PluginSchema>;
 
 export type ParseResult = { ok: true; value: ModelServing } | { ok: false; errors: string[] };
+
+/**
+ * How long a rollout or scale may go without progress before status says it is stuck (Kubernetes'
+ * Deployment `progressDeadlineSeconds`). An annotation, not a spec field: Kthena's `rolloutStrategy` has
+ * no such field, and Ripple keeps the spec Kthena's so manifests stay portable both ways.
+ */
+export const PROGRESS_DEADLINE_ANNOTATION = 'ripple.dev/progress-deadline-seconds';
+/** Kubernetes' default for a Deployment. */
+export const DEFAULT_PROGRESS_DEADLINE_SECONDS = 600;
+const INT32_MAX = 2_147_483_647;
+
+/** The annotation's value in seconds, or a `<field>: <what to fix>` problem. */
+export function progressDeadlineOf(annotations: Record<string, string> | undefined): { seconds: number } | { problem: string } {
+  const raw = annotations?.[PROGRESS_DEADLINE_ANNOTATION];
+  if (raw === undefined) return { seconds: DEFAULT_PROGRESS_DEADLINE_SECONDS };
+  const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+  if (!Number.isInteger(n) || n < 1 || n > INT32_MAX) {
+    return {
+      problem: `metadata.annotations["${PROGRESS_DEADLINE_ANNOTATION}"]: "${raw}" must be a whole number of seconds from 1 to ${INT32_MAX}, e.g. "${DEFAULT_PROGRESS_DEADLINE_SECONDS}"`,
+    };
+  }
+  return { seconds: n };
+}
 
 /**
  * Parses an object read from the API server (or a manifest) and applies Kthena's defaults.
@@ -387,6 +440,8 @@ export function semanticErrors(ms: ModelServing): string[] {
   const roles = spec.template.roles;
   const roleRolling = spec.rolloutStrategy?.type === 'RoleRollingUpdate';
 
+  const deadline = progressDeadlineOf(ms.metadata.annotations);
+  if ('problem' in deadline) errors.push(deadline.problem);
   if (!DNS1035_LABEL.test(ms.metadata.name)) {
     errors.push(
       `metadata.name: "${ms.metadata.name}" must be a DNS-1035 label (lowercase letters, digits and "-", starting with a letter) because it prefixes every pod and Service name`,

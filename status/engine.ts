@@ -22,6 +22,11 @@ export interface ChildHealth {
   reason?: string;
   /** Taken from the child's own conditions where possible, so users need not hunt for it. */
   message?: string;
+  /**
+   * The child has stopped making progress and will not by itself (a Deployment-style progress deadline
+   * passed): `Stalled=True` with its reason, whatever the phase, so kstatus tools read it as Failed.
+   */
+  stalled?: boolean;
 }
 
 /** Seed 002 §3's issue classes, plus a missing user-referenced object (aim-engine's MissingUpstream). */
@@ -58,6 +63,13 @@ export interface StateEngineInput {
    */
   connectivityTroubleSince?: Date;
   gracePeriodMs?: number;
+  /**
+   * The caller knows that readiness lost now is the work its spec asks for (a rollout, a scale; for
+   * ModelServing, a new generation): Ready or a child turning False into a phase that is not failing
+   * is announced as a Normal Event, not a Warning. Warnings then mean something is wrong; a classified
+   * error (a quota, a refused pull…) always explains a loss as one, so it keeps its Warning.
+   */
+  routine?: boolean;
 }
 
 export interface StateEngineResult {
@@ -319,10 +331,12 @@ export function computeStatus(input: StateEngineInput): StateEngineResult {
     firstReason(connectivity, Reason.DependenciesUnreachable),
     joinMessages(connectivity.map((e) => e.message)),
   );
-  // Abnormal-true: True only when the controller cannot make progress without outside change.
+  // Abnormal-true: True only when the controller cannot make progress without outside change (or a
+  // child says it stopped progressing: a passed progress deadline).
+  const stalled = isStalledPhase(phase) || (phase !== 'Ready' && (input.children ?? []).some((c) => c.stalled === true));
   conditions = setCondition(
     conditions,
-    isStalledPhase(phase)
+    stalled
       ? {
           type: ConditionType.Stalled,
           status: 'True',
@@ -340,7 +354,7 @@ export function computeStatus(input: StateEngineInput): StateEngineResult {
 
   const status = { phase, observedGeneration: generation, conditions };
   const childFailing = new Map(childConditions.map((c) => [c.type, c.failing === true]));
-  const transitions = conditionTransitions(
+  const announced = conditionTransitions(
     previousConditions,
     conditions,
     (type) => (type === ConditionType.Ready || VALIDITY_TYPES.has(type) || childFailing.has(type) ? 'positive' : undefined),
@@ -350,6 +364,12 @@ export function computeStatus(input: StateEngineInput): StateEngineResult {
       VALIDITY_TYPES.has(condition.type) ||
       (condition.type === ConditionType.Ready ? isFailingPhase(phase) : childFailing.get(condition.type) === true),
   );
+  const routine = (t: ConditionTransition) =>
+    input.routine === true &&
+    errors.length === 0 &&
+    t.eventType === 'Warning' &&
+    (t.type === ConditionType.Ready ? !isFailingPhase(phase) : childFailing.get(t.type) === false);
+  const transitions = announced.map((t): ConditionTransition => (routine(t) ? { ...t, eventType: 'Normal' } : t));
   const result: StateEngineResult = {
     status,
     changed: statusChanged(input.previous, status),

@@ -21,7 +21,7 @@ import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
 import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.js';
 import type { RoleTransition } from './plan/role-status.js';
 import { roleStore, snapshotsEqual } from './role-store.js';
-import { invalidSpecStatus, SERVING_GROUPS_CHILD, unifiedStatus, type PreviousState, type UnifiedStatus } from './unified-status.js';
+import { deadlineWarning, invalidSpecStatus, SERVING_GROUPS_CHILD, unifiedStatus, type PreviousState, type UnifiedStatus } from './unified-status.js';
 import type { ClassifiedError } from '../../status/engine.js';
 
 /** Kthena's recorder component: tools that filter Events by source keep working. */
@@ -85,14 +85,18 @@ function takenBy(a: Action): Blocked {
   return foreignName(a.kind === 'createService' ? 'Service' : 'pod', meta?.name ?? '', meta?.labels?.[LABEL_GROUP_NAME] ?? '');
 }
 
-async function announce(ctx: HandlerContext, ms: ModelServing, transitions: readonly RoleTransition[]): Promise<void> {
-  const involvedObject = {
+function involvedObjectOf(ms: ModelServing) {
+  return {
     apiVersion: MODEL_SERVING_API_VERSION,
     kind: MODEL_SERVING_KIND,
     namespace: ms.metadata.namespace,
     name: ms.metadata.name,
     ...(ms.metadata.uid ? { uid: ms.metadata.uid } : {}),
   };
+}
+
+async function announce(ctx: HandlerContext, ms: ModelServing, transitions: readonly RoleTransition[]): Promise<void> {
+  const involvedObject = involvedObjectOf(ms);
   for (const t of transitions) {
     await ctx.events.emit({ involvedObject, type: t.type, reason: t.reason, message: t.message, source: EVENT_SOURCE });
   }
@@ -236,6 +240,8 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked, previousState(ms))),
     recordRoles(),
   ]);
+  const stuck = written.written ? deadlineWarning(ms.status, plan.status) : undefined;
+  if (stuck) await ctx.events.emit({ involvedObject: involvedObjectOf(ms), ...stuck, source: EVENT_SOURCE });
   const requeueAfterMs = earliest(
     plan.requeueAfterSeconds === undefined ? undefined : plan.requeueAfterSeconds * 1000,
     taken.length > 0 ? FOREIGN_RECHECK_MS : undefined,

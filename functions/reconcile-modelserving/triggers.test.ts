@@ -16,6 +16,7 @@ describe('modelServingChanged', () => {
     expect(passes(modelServingChanged, update(obj(), obj({ deletionTimestamp: '2026-01-01T00:00:00Z' })))).toBe(true);
     expect(passes(modelServingChanged, update(obj(), obj({ annotations: { [LIFECYCLE_OPT_IN_ANNOTATION]: 'true' } })))).toBe(true);
     expect(passes(modelServingChanged, update(obj(), obj({ annotations: { 'scheduling.volcano.sh/queue-name': 'q' } })))).toBe(true);
+    expect(passes(modelServingChanged, update(obj(), obj({ annotations: { 'ripple.dev/progress-deadline-seconds': '60' } })))).toBe(true);
   });
 
   it('drops status-only updates (its own status writes) and unrelated metadata', () => {

@@ -2,7 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { ModelServingStatus } from '../../api/modelserving.js';
 import { computeStatus } from '../../status/engine.js';
-import { invalidSpecStatus, unifiedStatus } from './unified-status.js';
+import { deadlineWarning, invalidSpecStatus, unifiedStatus } from './unified-status.js';
 
 const NOW = new Date('2026-01-01T00:00:00Z');
 const cond = (type: string, status: 'True' | 'False', reason: string, message = '') => ({
@@ -24,7 +24,7 @@ const get = (r: ReturnType<typeof engine>['result'], type: string) => r.status.c
 describe('unifiedStatus', () => {
   it('Available → phase Ready and Ready=True, with Kthena fields and conditions carried beside', () => {
     const { u, result } = engine({ replicas: 2, availableReplicas: 2, updateRevision: 'r1', currentRevision: 'r1', conditions: [cond('Available', 'True', 'AllGroupsReady')] });
-    expect(u.fields).toEqual({ replicas: 2, availableReplicas: 2, updateRevision: 'r1', currentRevision: 'r1' });
+    expect(u.fields).toEqual({ replicas: 2, availableReplicas: 2, updateRevision: 'r1', currentRevision: 'r1', lastProgressTime: null });
     expect(result.status.phase).toBe('Ready');
     expect(get(result, 'Ready')?.status).toBe('True');
     expect(get(result, 'ServingGroupsReady')?.status).toBe('True');
@@ -146,3 +146,81 @@ describe('lost capacity (issue 13 scenario 4: Degraded)', () => {
     expect(computeStatus({ ...starting.input, generation: 4, now: NOW }).status.phase).toBe('Starting');
   });
 });
+
+describe('routine work emits Normal Events only (issue 13 scenario 5)', () => {
+  const ready = { phase: 'Ready' as const, observedGeneration: 3, conditions: [cond('Ready', 'True', 'AllComponentsReady'), cond('ServingGroupsReady', 'True', 'AllGroupsReady')] };
+  const scaling = { availableReplicas: 1, replicas: 2, conditions: [cond('Progressing', 'True', 'GroupProgressing', 'ServingGroups progressing: [1]')] };
+  const eventsOf = (r: ReturnType<typeof computeStatus>) => r.transitions.filter((t) => t.eventType).map((t) => [t.type, t.eventType]);
+
+  it('a scale or rollout (a new generation) turns Ready and ServingGroupsReady False with Normal Events', () => {
+    const u = unifiedStatus(scaling, [], [], [], { phase: 'Ready', observedGeneration: 3, generation: 4 });
+    const r = computeStatus({ ...u.input, generation: 4, now: NOW, previous: ready });
+    expect(eventsOf(r)).toEqual([
+      ['Ready', 'Normal'],
+      ['ServingGroupsReady', 'Normal'],
+    ]);
+  });
+
+  it('the same loss without a spec change is Degraded, with Warnings', () => {
+    const u = unifiedStatus(scaling, [], [], [], { phase: 'Ready', observedGeneration: 3, generation: 3 });
+    const r = computeStatus({ ...u.input, generation: 3, now: NOW, previous: ready });
+    expect(eventsOf(r)).toEqual([
+      ['Ready', 'Warning'],
+      ['ServingGroupsReady', 'Warning'],
+    ]);
+  });
+
+  it('a scale a quota refuses keeps its Warning: a classified error is something wrong', () => {
+    const u = unifiedStatus(scaling, [], [], [], { phase: 'Ready', observedGeneration: 3, generation: 4 });
+    const refused = { class: 'Capacity' as const, message: 'the API server refused pod x-1-main-0-0: exceeded quota: pods', child: 'ServingGroups' };
+    const r = computeStatus({ ...u.input, errors: [...(u.input.errors ?? []), refused], generation: 4, now: NOW, previous: ready });
+    expect(eventsOf(r)).toContainEqual(['Ready', 'Warning']);
+  });
+
+  it('a scale into a crash loop keeps its Warning', () => {
+    const pod: V1Pod = { metadata: { name: 'x-1-main-0-0' }, status: { phase: 'Running', containerStatuses: [{ name: 'main', image: 'i', imageID: '', ready: false, restartCount: 3, state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off' } } }] } };
+    const u = unifiedStatus(scaling, [], [pod], [], { phase: 'Ready', observedGeneration: 3, generation: 4 });
+    expect(u.input.routine).toBeUndefined();
+  });
+});
+
+describe('progress deadline (issue 13 scenario 4)', () => {
+  const stuckMessage = 'ServingGroups x-0, x-1 have made no progress for 600s (progress deadline, annotation ripple.dev/progress-deadline-seconds)';
+  const stuck: ModelServingStatus = {
+    replicas: 2,
+    availableReplicas: 0,
+    conditions: [cond('UpdateInProgress', 'True', 'GroupsUpdating', 'ServingGroups progressing: [0 1]; updated: [0 1]'), cond('Progressing', 'False', 'ProgressDeadlineExceeded', stuckMessage)],
+  };
+  const unschedulable: V1Pod = {
+    metadata: { name: 'x-0-main-0-0' },
+    status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector." }] },
+  };
+
+  it('is Degraded and Stalled, Ready=False/ProgressDeadlineExceeded, naming the stuck groups and why', () => {
+    const u = unifiedStatus(stuck, [], [unschedulable], [], { phase: 'Starting', observedGeneration: 4, generation: 4 });
+    const r = computeStatus({ ...u.input, generation: 4, now: NOW });
+    expect(r.status.phase).toBe('Degraded');
+    expect(get(r, 'Ready')).toMatchObject({ status: 'False', reason: 'ProgressDeadlineExceeded' });
+    expect(get(r, 'Stalled')).toMatchObject({ status: 'True', reason: 'ProgressDeadlineExceeded' });
+    expect(get(r, 'ServingGroupsReady')?.message).toBe(`${stuckMessage}; 1 pod(s) cannot be scheduled: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.`);
+  });
+
+  it('once it moves again it is Starting, not Degraded for lost capacity (the rollout is not done)', () => {
+    const moving: ModelServingStatus = { ...stuck, lastProgressTime: '2026-01-01T00:00:00.000Z', conditions: [cond('UpdateInProgress', 'True', 'GroupsUpdating', 'ServingGroups progressing: [1]; updated: [0 1]'), cond('Progressing', 'False', 'GroupsUpdating')] };
+    const u = unifiedStatus(moving, [], [], [], { phase: 'Degraded', observedGeneration: 4, generation: 4 });
+    expect(computeStatus({ ...u.input, generation: 4, now: NOW }).status.phase).toBe('Starting');
+  });
+
+  it('says so with one Warning, when the deadline first passes', () => {
+    const before: ModelServingStatus = { conditions: [cond('UpdateInProgress', 'True', 'GroupsUpdating'), cond('Progressing', 'False', 'GroupsUpdating')] };
+    expect(deadlineWarning(before, stuck)).toEqual({ type: 'Warning', reason: 'ProgressDeadlineExceeded', message: stuckMessage });
+    expect(deadlineWarning(stuck, stuck)).toBeUndefined();
+    expect(deadlineWarning(stuck, before)).toBeUndefined();
+  });
+
+  it('removes lastProgressTime once the spec is rolled out (null removes a status field)', () => {
+    expect(unifiedStatus({ lastProgressTime: '2026-01-01T00:00:00.000Z', conditions: [cond('Available', 'True', 'AllGroupsReady')] }, [], []).fields.lastProgressTime).toBe('2026-01-01T00:00:00.000Z');
+    expect(unifiedStatus({ conditions: [cond('Available', 'True', 'AllGroupsReady')] }, [], []).fields.lastProgressTime).toBeNull();
+  });
+});
+

@@ -10,6 +10,7 @@ import type { ModelServingStatus } from '../../api/modelserving.js';
 import type { ConditionInput } from '../../status/conditions.js';
 import type { ChildHealth, ClassifiedError, StateEngineInput } from '../../status/engine.js';
 import type { Blocked } from './plan/actions.js';
+import { PROGRESS_DEADLINE_EXCEEDED } from './plan/status-deadline.js';
 
 /** The child whose `{Child}Ready` condition summarises the ServingGroups. */
 export const SERVING_GROUPS_CHILD = 'ServingGroups';
@@ -25,6 +26,7 @@ const KTHENA_FIELDS = [
   'currentRevision',
   'updateRevision',
   'labelSelector',
+  'roles',
 ] as const satisfies ReadonlyArray<keyof ModelServingStatus>;
 
 export interface UnifiedStatus {
@@ -93,6 +95,14 @@ export interface PreviousState {
 }
 
 /**
+ * The spec changed since the status read was written (a rollout, a scale, an HPA's): readiness lost
+ * now is the work it asks for, announced with Normal Events (issue 13 scenario 5).
+ */
+export function specChanged(previous: PreviousState | undefined): boolean {
+  return previous?.generation !== undefined && previous.observedGeneration !== previous.generation;
+}
+
+/**
  * A ModelServing that was Ready (or already Degraded) and is no longer available although its spec did
  * not change since (same generation: no rollout, no scaling, HPA's included) lost capacity: Degraded,
  * not Starting. Routine work always comes with a new generation and stays Starting.
@@ -111,12 +121,19 @@ export function unifiedStatus(
 ): UnifiedStatus {
   const fields: Record<string, unknown> = {};
   for (const key of KTHENA_FIELDS) if (status[key] !== undefined) fields[key] = status[key];
+  // Removed once the spec's rollout or scale completed (null removes a status field).
+  fields.lastProgressTime = status.lastProgressTime ?? null;
 
   const kthena = (status.conditions ?? []).filter((c) => KTHENA_CONDITIONS.has(c.type));
   const upstreamConditions: ConditionInput[] = kthena.map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message }));
   const trueOne = kthena.find((c) => c.status === 'True');
 
   const pod = trueOne?.type === 'Available' ? undefined : podProblem(pods);
+  const stuck = kthena.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === PROGRESS_DEADLINE_EXCEEDED);
+  // While the spec's rollout or scale is in progress (its clock runs) nothing is lost: it is not done
+  // yet, even when it was Degraded for passing its deadline before it moved again.
+  const lost = lostCapacity(previous) && status.lastProgressTime === undefined;
+  let routine = false;
   let child: ChildHealth;
   if (trueOne?.type === 'Available') child = { name: SERVING_GROUPS_CHILD, state: 'Ready', reason: trueOne.reason };
   else if (blocked.length > 0) {
@@ -124,13 +141,25 @@ export function unifiedStatus(
     // else holds): what exists keeps serving and is reconciled, so this is reduced capacity, not a
     // failed, terminal spec.
     child = { name: SERVING_GROUPS_CHILD, state: 'Degraded', reason: blocked[0]?.reason ?? 'Blocked', message: blocked.map((b) => b.message).join('; ') };
+  } else if (stuck) {
+    // A rollout or scale past its progress deadline (Deployment semantics): Degraded, and Stalled so
+    // kstatus tools read it as failed, as they read a Deployment's ProgressDeadlineExceeded. Why the
+    // groups are stuck, when the pods say, follows the groups' names.
+    const why = pod?.message ?? unschedulableSummary(pods) ?? problems.join('; ');
+    child = {
+      name: SERVING_GROUPS_CHILD,
+      state: 'Degraded',
+      reason: PROGRESS_DEADLINE_EXCEEDED,
+      message: why ? `${stuck.message}; ${why}` : stuck.message,
+      stalled: true,
+    };
   } else if (pod) {
     // The kubelet's own reason and words, so a user need not hunt for them in the pods.
-    child = { name: SERVING_GROUPS_CHILD, state: lostCapacity(previous) ? 'Degraded' : 'Starting', reason: pod.reason, message: pod.message };
+    child = { name: SERVING_GROUPS_CHILD, state: lost ? 'Degraded' : 'Starting', reason: pod.reason, message: pod.message };
   } else if (problems.length > 0) {
     // Pods nobody schedules (no scheduler of that name): waiting on the cluster, not progressing.
     child = { name: SERVING_GROUPS_CHILD, state: 'Pending', reason: 'PodsNotScheduled', message: problems.join('; ') };
-  } else if (lostCapacity(previous)) {
+  } else if (lost) {
     child = {
       name: SERVING_GROUPS_CHILD,
       state: 'Degraded',
@@ -144,17 +173,13 @@ export function unifiedStatus(
       reason: trueOne?.reason ?? 'GroupProgressing',
       message: trueOne?.message ?? `${status.availableReplicas ?? 0} of ${status.replicas ?? 0} ServingGroups available`,
     };
+    // Rolling out or scaling as the spec asks, nothing wrong: Normal Events only.
+    routine = specChanged(previous);
   }
 
   const errors: ClassifiedError[] = [];
-  const stuck = child.state === 'Ready' ? [] : unschedulablePods(pods);
-  if (stuck.length > 0) {
-    const first = stuck[0];
-    errors.push({
-      class: 'Capacity',
-      message: `${stuck.length} pod(s) cannot be scheduled${first?.message ? `: ${first.message}` : ''}`,
-    });
-  }
+  const unschedulable = child.state === 'Ready' ? undefined : unschedulableSummary(pods);
+  if (unschedulable !== undefined) errors.push({ class: 'Capacity', message: unschedulable });
   if (pod && (pod.reason === 'ErrImagePull' || pod.reason === 'ImagePullBackOff') && PULL_AUTH.test(pod.message)) {
     errors.push({ class: 'Auth', message: pod.message, child: SERVING_GROUPS_CHILD });
   } else if (pod?.reason === 'CreateContainerConfigError') {
@@ -162,7 +187,13 @@ export function unifiedStatus(
   } else if (pod?.reason === 'InvalidImageName') {
     errors.push({ class: 'Spec', message: pod.message, child: SERVING_GROUPS_CHILD });
   }
-  return { fields, input: { children: [child], errors, upstreamConditions } };
+  return { fields, input: { children: [child], errors, upstreamConditions, ...(routine ? { routine } : {}) } };
+}
+
+function unschedulableSummary(pods: readonly V1Pod[]): string | undefined {
+  const stuck = unschedulablePods(pods);
+  if (stuck.length === 0) return undefined;
+  return `${stuck.length} pod(s) cannot be scheduled${stuck[0]?.message ? `: ${stuck[0].message}` : ''}`;
 }
 
 /**
@@ -184,4 +215,19 @@ export function invalidSpecStatus(problems: readonly string[], previous?: readon
       upstreamConditions,
     },
   };
+}
+
+/**
+ * The Warning for a rollout that has just passed its progress deadline (the status read did not say so,
+ * the new one does); undefined otherwise. Sent once, when the status saying it was written.
+ */
+export function deadlineWarning(
+  before: ModelServingStatus | undefined,
+  after: ModelServingStatus,
+): { type: 'Warning'; reason: string; message: string } | undefined {
+  const stuck = (s: ModelServingStatus | undefined) =>
+    s?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === PROGRESS_DEADLINE_EXCEEDED);
+  const now = stuck(after);
+  if (!now || stuck(before)) return undefined;
+  return { type: 'Warning', reason: PROGRESS_DEADLINE_EXCEEDED, message: now.message };
 }

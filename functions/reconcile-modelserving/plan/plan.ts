@@ -36,6 +36,8 @@ import { roleKey, roleStateOf, roleTransitions, type GroupState, type RoleStatus
 import { scaleDecision, selectForScaleDown } from './scale.js';
 import { desiredHeadlessService, needsHeadlessService } from './service.js';
 import { computeStatus } from './status.js';
+import { deadlineAt, DEFAULT_PROGRESS_DEADLINE_SECONDS, progressDeadlineOf } from './status-deadline.js';
+import { roleSummaries } from './status-roles.js';
 
 export interface ObservedState {
   /** Parsed with `parseModelServing`, as read from the API server (name, namespace and uid set). */
@@ -540,13 +542,19 @@ function finish(ctx: Ctx, input: ObservedState, head: Action[], frozenStatus: Mo
   let tail: Action[] = [];
   let pgActions: Action[] = [];
   let problems: string[] = [];
+  const { snapshot, createdNow } = roleStatusOf(ctx, input.roleStatus);
   if (frozenStatus) status = frozenStatus;
   else {
     services(ctx, input.services);
     pgActions = podGroups(ctx, input);
     problems = unscheduledProblems(ctx, input.options?.unscheduledAfterSeconds ?? 60);
     const groups = [...ctx.groups.values()].sort((a, b) => a.ordinal - b.ordinal);
+    const deadline = progressDeadlineOf(ms.metadata.annotations);
+    const progressDeadlineSeconds = 'seconds' in deadline ? deadline.seconds : DEFAULT_PROGRESS_DEADLINE_SECONDS;
     status = computeStatus({
+      msName: ms.metadata.name,
+      roles: roleSummaries(ctx.rev.specRoles, snapshot),
+      progressDeadlineSeconds,
       groups: groups.map((g) => ({ ordinal: g.ordinal, revision: g.revision, deleting: g.deleting, available: groupAvailable(g) })),
       updateRevision: ctx.rev.updateRevision,
       partition: ctx.partition,
@@ -559,9 +567,11 @@ function finish(ctx: Ctx, input: ObservedState, head: Action[], frozenStatus: Mo
       now: ctx.nowIso,
     });
     tail = cleanupRevisions(ctx, status.currentRevision);
+    // Look again when the deadline would pass, so a rollout that gets stuck says so without an event.
+    const due = deadlineAt(status.lastProgressTime, progressDeadlineSeconds);
+    if (due !== undefined && due > ctx.now) ctx.requeueAt.push(due);
   }
 
-  const { snapshot, createdNow } = roleStatusOf(ctx, input.roleStatus);
   const future = ctx.requeueAt.filter((t) => Number.isFinite(t));
   const next = future.length ? Math.min(...future) : undefined;
   return {

@@ -11,7 +11,10 @@
  *  - exactly one of Available / Progressing / UpdateInProgress is True, and `lastTransitionTime`
  *    moves only when a condition's status changes.
  */
-import type { Condition, ModelServingStatus } from '../../../api/modelserving.js';
+import type { Condition, ModelServingStatus, RoleStatusSummary } from '../../../api/modelserving.js';
+import { servingGroupName } from './names.js';
+import { deadlineExceeded, deadlineMessage, lastProgressTime, PROGRESS_DEADLINE_EXCEEDED } from './status-deadline.js';
+import { NOT_READY_LISTED } from './status-roles.js';
 
 export interface StatusGroup {
   ordinal: number;
@@ -92,25 +95,29 @@ const ALL_TYPES: ConditionType[] = ['Available', 'Progressing', 'UpdateInProgres
 /**
  * The new condition list: the verdict's type True; the other two False when they were present
  * (Kthena adds a condition only once it first becomes True). Conditions of other types are kept.
+ * Past the progress deadline (`stuck`), `Progressing` is False with its reason and message, as a
+ * Deployment's is, and is added if it was not there; an `UpdateInProgress` verdict stays True.
  */
 export function nextConditions(
   previous: readonly Condition[] | undefined,
   verdict: Verdict,
   generation: number | undefined,
   now: string,
+  stuck?: { reason: string; message: string },
 ): Condition[] {
   const prev = previous ?? [];
   const out: Condition[] = prev.filter((c) => !(ALL_TYPES as string[]).includes(c.type));
   for (const type of ALL_TYPES) {
     const old = prev.find((c) => c.type === type);
-    const isTrue = type === verdict.type;
-    if (!isTrue && !old) continue;
+    const stalled = stuck !== undefined && type === 'Progressing';
+    const isTrue = type === verdict.type && !stalled;
+    if (!isTrue && !old && !stalled) continue;
     const status = isTrue ? 'True' : 'False';
     const next: Condition = {
       type,
       status,
-      reason: isTrue ? verdict.reason : falseReason(type, verdict),
-      message: verdict.message,
+      reason: stalled ? stuck.reason : isTrue ? verdict.reason : falseReason(type, verdict),
+      message: stalled ? stuck.message : verdict.message,
       lastTransitionTime: old && old.status === status ? old.lastTransitionTime : now,
       ...(generation !== undefined ? { observedGeneration: generation } : {}),
     };
@@ -127,6 +134,12 @@ function falseReason(type: ConditionType, verdict: Verdict): string {
 export interface StatusInputs extends ConditionInputs {
   /** Ordinals below this are partition-protected slots (min(partition, replicas)). */
   protectedOrdinals?: number;
+  /** The ModelServing's name, for ServingGroup names in messages. */
+  msName?: string;
+  /** `status.roles` (status-roles.ts). */
+  roles?: RoleStatusSummary[];
+  /** The progress deadline in seconds (status-deadline.ts); without it there is none. */
+  progressDeadlineSeconds?: number;
   generation: number | undefined;
   previous: ModelServingStatus | undefined;
   labelSelector: string;
@@ -137,6 +150,7 @@ export function computeStatus(input: StatusInputs): ModelServingStatus {
   const { groups, updateRevision } = input;
   const live = groups.filter((g) => !g.deleting);
   const currentRevision = currentRevisionOf(groups, updateRevision, input.previous?.currentRevision, input.protectedOrdinals ?? 0);
+  const verdict = conditionVerdict(input);
   const status: ModelServingStatus = {
     ...(input.previous ?? {}),
     replicas: groups.length,
@@ -146,8 +160,28 @@ export function computeStatus(input: StatusInputs): ModelServingStatus {
     currentRevision,
     updateRevision,
     labelSelector: input.labelSelector,
-    conditions: nextConditions(input.previous?.conditions, conditionVerdict(input), input.generation, input.now),
+    ...(input.roles ? { roles: input.roles } : {}),
   };
+  let stuck: { reason: string; message: string } | undefined;
+  const seconds = input.progressDeadlineSeconds;
+  if (seconds !== undefined) {
+    const last = lastProgressTime({
+      previous: input.previous,
+      generation: input.generation,
+      complete: verdict.type === 'Available',
+      next: status,
+      nowIso: input.now,
+    });
+    if (last === undefined) delete status.lastProgressTime;
+    else status.lastProgressTime = last;
+    if (deadlineExceeded(last, seconds, Date.parse(input.now))) {
+      const ordinals = [...new Set(groups.filter((g) => g.deleting || !g.available).map((g) => g.ordinal))].sort((a, b) => a - b);
+      const names = ordinals.map((o) => (input.msName ? servingGroupName(input.msName, o) : String(o)));
+      const notReady = (input.roles ?? []).flatMap((r) => r.notReady ?? []).slice(0, NOT_READY_LISTED);
+      stuck = { reason: PROGRESS_DEADLINE_EXCEEDED, message: deadlineMessage(names, seconds, notReady) };
+    }
+  }
+  status.conditions = nextConditions(input.previous?.conditions, verdict, input.generation, input.now, stuck);
   if (input.generation !== undefined) status.observedGeneration = input.generation;
   return status;
 }
