@@ -9,11 +9,15 @@ describe('API refusals of a child (issue 13 scenario 4)', () => {
     expect(classifyRefusal(api(403, 'pods "a" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1'))).toEqual({
       class: 'Capacity',
       reason: 'QuotaExceeded',
-      message: 'pods "a" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1',
+      message:
+        'pods "a" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1; to fix: raise ResourceQuota "q" in this namespace, or lower spec.replicas (or a role\'s replicas) to fit it',
     });
     expect(classifyRefusal(api(403, 'pods "a" is forbidden: violates PodSecurity "restricted:latest": privileged'))?.reason).toBe('PodSecurity');
     expect(classifyRefusal(api(400, 'admission webhook "v.example.com" denied the request: no'))?.class).toBe('Spec');
     expect(classifyRefusal(api(403, 'pods is forbidden: User "ripple" cannot create resource "pods" in API group ""'))?.class).toBe('Auth');
+    // Each says what to do about it.
+    expect(classifyRefusal(api(403, 'pods "a" is forbidden: violates PodSecurity "restricted:latest": privileged'))?.message).toMatch(/; to fix: change the pod template/);
+    expect(classifyRefusal(api(403, 'pods is forbidden: User "ripple" cannot create resource "pods" in API group ""'))?.message).toMatch(/; to fix: grant reconcile-modelserving's ServiceAccount/);
   });
 
   it('leaves everything else to the usual retry', () => {

@@ -11,8 +11,28 @@ export interface Refusal {
   class: ErrorClass;
   /** For the ServingGroupsReady condition. */
   reason: 'QuotaExceeded' | 'PodSecurity' | 'AdmissionDenied' | 'Forbidden';
-  /** The API server's words, without the request line. */
+  /** The API server's words, without the request line, then what a user can do about it. */
   message: string;
+}
+
+/** What to do about each refusal, in words (issue 13: `kubectl describe` must say what to fix). */
+function remedy(reason: Refusal['reason'], apiMessage: string): string {
+  switch (reason) {
+    case 'QuotaExceeded': {
+      const quota = /exceeded quota: ([^,\s]+)/.exec(apiMessage)?.[1];
+      return `to fix: raise ResourceQuota ${quota ? `"${quota}" ` : ''}in this namespace, or lower spec.replicas (or a role's replicas) to fit it`;
+    }
+    case 'PodSecurity':
+      return "to fix: change the pod template to meet the namespace's PodSecurity level, or change the namespace's pod-security.kubernetes.io/enforce label";
+    case 'AdmissionDenied':
+      return 'to fix: change the pod template to satisfy that admission policy, or ask its owner to allow it';
+    case 'Forbidden':
+      return "to fix: grant reconcile-modelserving's ServiceAccount create on that resource in this namespace (its Role or ClusterRole)";
+  }
+}
+
+function refusal(cls: ErrorClass, reason: Refusal['reason'], apiMessage: string): Refusal {
+  return { class: cls, reason, message: `${apiMessage}; ${remedy(reason, apiMessage)}` };
 }
 
 /** Looked at again this often while a refusal stands (a quota raised, a policy changed: no event reaches us). */
@@ -21,11 +41,11 @@ export const REFUSAL_RECHECK_MS = 30_000;
 export function classifyRefusal(err: unknown): Refusal | undefined {
   if (!(err instanceof KubeApiError) || (err.code !== 403 && err.code !== 400 && err.code !== 422)) return undefined;
   const message = err.message.replace(/^[A-Z]+ \S+: \d+ /, '');
-  if (err.code === 403 && /exceeded quota|failed quota/.test(message)) return { class: 'Capacity', reason: 'QuotaExceeded', message };
-  if (/violates PodSecurity/.test(message)) return { class: 'Spec', reason: 'PodSecurity', message };
+  if (err.code === 403 && /exceeded quota|failed quota/.test(message)) return refusal('Capacity', 'QuotaExceeded', message);
+  if (/violates PodSecurity/.test(message)) return refusal('Spec', 'PodSecurity', message);
   if (/admission webhook .* denied the request|denied request:|ValidatingAdmissionPolicy/.test(message)) {
-    return { class: 'Spec', reason: 'AdmissionDenied', message };
+    return refusal('Spec', 'AdmissionDenied', message);
   }
-  if (err.code === 403 && /cannot create resource/.test(message)) return { class: 'Auth', reason: 'Forbidden', message };
+  if (err.code === 403 && /cannot create resource/.test(message)) return refusal('Auth', 'Forbidden', message);
   return undefined;
 }

@@ -311,6 +311,9 @@ describe('kubectl describe of a ModelServing a quota refuses after a routine sca
     }, 500);
     if (process.env.DESCRIBE_OUT) writeFileSync(process.env.DESCRIBE_OUT, stdout);
     expect(stdout).toMatch(/the API server refused pod qd-2-main-0-0: .*exceeded quota: pods/);
+    expect(stdout).toMatch(/to fix: raise ResourceQuota "pods" in this namespace, or lower spec.replicas/);
+    // The per-role summary names the instance that cannot be created.
+    expect(stdout).toMatch(/Not Ready:\s+qd-2\/main-0/);
     const warnings = stdout.split('\n').filter((l) => /^\s+Warning\s/.test(l));
     expect(warnings.length).toBeGreaterThan(0);
     // Every Warning is about the refusal; none says that routine scaling made the object not Ready.
