@@ -15,12 +15,14 @@ export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gat
   ripple webhook [--kubeconfig PATH [--context NAME] | --in-cluster] [--port 9443] [--listen 0.0.0.0]
                  [--url https://HOST:PORT] [--san host,ip] [--name ripple-ops-lifecycle]
                  [--create-failure-policy Fail|Ignore] [--traffic-off endpointslices|ready|gate]
-                 [--unregister-on-exit]
+                 [--unregister-on-exit] [--grace-delete]
   ripple webhook --function [--port PORT] [--tls-cert-file F --tls-key-file F] [--traffic-off …]
   Generates a CA and serving certificate (openssl), renews them before they expire, and registers a
   MutatingWebhookConfiguration by URL (--url: how the API server reaches this process; default
   https://127.0.0.1:PORT) with the CA bundle. --traffic-off must match the reconciler's OPS_LIFECYCLE_TRAFFIC_OFF
   (the default is read from it): the webhook never grants operate earlier than the reconciler would.
+  --grace-delete (off by default; RIPPLE_WEBHOOK_GRACE_DELETE=true): Pod DELETE through the lifecycle (kuperator's
+  GraceDelete); it begins delete operations with this process's credentials (pods get, patch).
   Without a cluster flag it uses the running local sandbox.
   --function: served as a function on a platform (Knative, OpenFaaS; RIPPLE_MODE=webhook with
   RIPPLE_WEBHOOK_FUNCTION=true): listens on PORT (default 8080) with /_/health and /_/ready, plain HTTP behind
@@ -65,8 +67,12 @@ async function runWebhookFunction(values: Record<string, string | boolean | unde
   if (!parsed.success) throw new Error(`webhook --function: ${parsed.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('; ')}\n${WEBHOOK_USAGE}`);
   const opts = parsed.data;
   const log = createLogger('ripple').child({ mode: 'webhook-function' });
+  // Only delete through the lifecycle writes to the cluster: with the function's own ServiceAccount.
+  const graceDelete = values['grace-delete'] === true || process.env.RIPPLE_WEBHOOK_GRACE_DELETE === 'true';
+  const kubeconfig = str(values.kubeconfig) ?? process.env.RIPPLE_KUBECONFIG;
+  const target: KubeTarget = kubeconfig ? { kind: 'kubeconfig', path: kubeconfig, context: str(values.context) } : { kind: 'in-cluster' };
   const fn = await serveWebhookFunction({
-    webhooks: opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy, trafficOff: opts.trafficOff }),
+    webhooks: opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy, trafficOff: opts.trafficOff, ...(graceDelete ? { graceDelete: { kc: loadKubeConfig(target) } } : {}) }),
     port: opts.port,
     hostname: opts.listen,
     log,
@@ -97,6 +103,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
       'create-failure-policy': { type: 'string' },
       'traffic-off': { type: 'string' },
       'unregister-on-exit': { type: 'boolean' },
+      'grace-delete': { type: 'boolean' },
       function: { type: 'boolean' },
       'tls-cert-file': { type: 'string' },
       'tls-key-file': { type: 'string' },
@@ -132,7 +139,8 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
   const log = createLogger('ripple').child({ mode: 'webhook' });
   const baseUrl = (opts.url ?? `https://127.0.0.1:${opts.port}`).replace(/\/$/, '');
   const hosts = [new URL(baseUrl).hostname.replace(/^\[|\]$/g, ''), ...(opts.san?.split(',').filter(Boolean) ?? [])];
-  const webhooks = opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy, trafficOff: opts.trafficOff });
+  const graceDelete = values['grace-delete'] === true || process.env.RIPPLE_WEBHOOK_GRACE_DELETE === 'true';
+  const webhooks = opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy, trafficOff: opts.trafficOff, ...(graceDelete ? { graceDelete: { kc } } : {}) });
   const server = await startWebhookServer({
     webhooks,
     hosts,

@@ -19,8 +19,8 @@ export interface RegistrationInput {
 
 /**
  * The MutatingWebhookConfiguration for the webhooks, registered by URL: the API server verifies the serving
- * certificate against caBundle (there is no way to skip verification for a webhook). sideEffects None: the
- * webhooks only compute a patch, so dry-run requests may call them.
+ * certificate against caBundle (there is no way to skip verification for a webhook). sideEffects None by default:
+ * the webhooks only compute a patch, so dry-run requests may call them; one that writes declares NoneOnDryRun.
  */
 export function mutatingWebhookConfiguration(input: RegistrationInput): Record<string, unknown> {
   const caBundle = Buffer.from(input.caBundlePem).toString('base64');
@@ -35,7 +35,7 @@ export function mutatingWebhookConfiguration(input: RegistrationInput): Record<s
       rules: w.rules.map((r) => ({ scope: 'Namespaced', ...r })),
       failurePolicy: w.failurePolicy,
       matchPolicy: 'Equivalent',
-      sideEffects: 'None',
+      sideEffects: w.sideEffects ?? 'None',
       timeoutSeconds: w.timeoutSeconds,
       reinvocationPolicy: w.reinvocationPolicy ?? 'Never',
       objectSelector: w.objectSelector ?? {},

@@ -54,7 +54,7 @@ export function webhookApp(webhooks: readonly AdmissionWebhookDefinition[], log:
       const req = parsed.data.request;
       const ctx = { webhook: w.name, uid: req.uid, operation: req.operation, namespace: req.namespace, name: req.name, subResource: req.subResource };
       try {
-        const decision = w.admit(req, now());
+        const decision = await w.admit(req, now());
         if (!decision.allowed || (decision.patch?.length ?? 0) > 0) log.info({ ...ctx, allowed: decision.allowed, patch: decision.allowed ? decision.patch : undefined }, 'admitted');
         return c.json(admissionResponse(req.uid, decision));
       } catch (err) {

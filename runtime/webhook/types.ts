@@ -32,6 +32,11 @@ export interface AdmissionWebhookDefinition {
   /** 1–30 s; the API server gives up after it (and applies failurePolicy). */
   timeoutSeconds: number;
   reinvocationPolicy?: 'Never' | 'IfNeeded';
-  /** Pure: no I/O, so it answers within the timeout and is the same on every replica. */
-  admit(request: AdmissionRequest, now: Date): AdmissionDecision;
+  /**
+   * The decision. Pure for every webhook with `sideEffects: None` (no I/O, so it answers within the timeout and
+   * is the same on every replica); one that writes (`NoneOnDryRun`) must write nothing for a dry-run request.
+   */
+  admit(request: AdmissionRequest, now: Date): AdmissionDecision | Promise<AdmissionDecision>;
+  /** None (default): the webhook only computes. NoneOnDryRun: it writes, except for dry-run requests. */
+  sideEffects?: 'None' | 'NoneOnDryRun';
 }

@@ -120,12 +120,13 @@ describe('transitionsPatch (kuperator transitions in the same write)', () => {
 });
 
 describe('opsLifecycleWebhooks', () => {
-  it('select controlled Pods, have no side effects to declare, and answer a JSONPatch', () => {
+  it('select controlled Pods, have no side effects to declare, and answer a JSONPatch', async () => {
+    expect(opsLifecycleWebhooks().map((w) => w.sideEffects ?? 'None')).toEqual(['None', 'None']);
     const [create, update] = opsLifecycleWebhooks();
     expect(create?.objectSelector).toEqual({ matchLabels: { [CONTROL_LABEL]: 'true' } });
     expect(create?.failurePolicy).toBe('Fail');
     expect(update?.failurePolicy).toBe('Ignore');
-    const decision = create?.admit(
+    const decision = await create?.admit(
       { uid: 'u', kind: { group: '', version: 'v1', kind: 'Pod' }, resource: { group: '', version: 'v1', resource: 'pods' }, operation: 'CREATE', object: pod(controlled) },
       new Date(0),
     );

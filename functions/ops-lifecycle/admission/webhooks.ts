@@ -1,6 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { z } from 'zod';
-import { objectMetaSchema } from '../../../kube/object.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { AdmissionDecision, AdmissionRequest, JsonPatchOp } from '../../../runtime/webhook/admission-review.js';
 import type { AdmissionWebhookDefinition } from '../../../runtime/webhook/types.js';
 import {
@@ -10,19 +9,11 @@ import {
   isControlled,
   nanosFromDate,
   SERVICE_READY_CONDITION,
-  type ConditionStatus,
   type TrafficOffMode,
   type UnixNanos,
 } from '../protocol/index.js';
-
-const podSchema = z
-  .object({
-    metadata: objectMetaSchema.partial({ name: true }),
-    spec: z.object({ readinessGates: z.array(z.object({ conditionType: z.string() }).passthrough()).nullish() }).passthrough().nullish(),
-    status: z.object({ conditions: z.array(z.object({ type: z.string(), status: z.string() }).passthrough()).nullish() }).passthrough().nullish(),
-  })
-  .passthrough();
-type AdmittedPod = z.infer<typeof podSchema>;
+import { admittedPodSchema, admittedPodState, type AdmittedPod } from './admitted-pod.js';
+import { graceDeleteWebhook } from './grace-delete.js';
 
 /** Only Pods that take part: the API server does not even call the webhooks for others. */
 const CONTROLLED = { matchLabels: { [CONTROL_LABEL]: CONTROL_LABEL_VALUE } };
@@ -30,7 +21,7 @@ const NOT_SYSTEM = { matchExpressions: [{ key: 'kubernetes.io/metadata.name', op
 
 /** The JSON patch that adds the service-ready gate to a Pod being created, or nothing if it has it. */
 export function readinessGatePatch(pod: unknown): JsonPatchOp[] {
-  const parsed = podSchema.safeParse(pod);
+  const parsed = admittedPodSchema.safeParse(pod);
   if (!parsed.success || !isControlled(parsed.data.metadata.labels ?? {})) return [];
   const gates = parsed.data.spec?.readinessGates ?? [];
   if (gates.some((g) => g.conditionType === SERVICE_READY_CONDITION)) return [];
@@ -46,22 +37,20 @@ export interface WriteReview {
   oldObject?: unknown;
 }
 
-const toStatus = (s: string): ConditionStatus => (s === 'True' || s === 'False' ? s : 'Unknown');
-
 /**
  * The label transitions of one write (protocol/admitWrite), as a JSON patch, or nothing. What the write will
  * store decides: on an update of the Pod the API server keeps the stored status (whatever the client sent), on
  * pods/status it keeps the stored spec; labels, annotations and finalizers are the write's in both.
  */
 export function transitionsPatch(req: WriteReview, trafficOffMode: TrafficOffMode, now: UnixNanos): JsonPatchOp[] {
-  const parsed = podSchema.safeParse(req.object);
+  const parsed = admittedPodSchema.safeParse(req.object);
   if (!parsed.success) return [];
   const pod = parsed.data;
   const labels = pod.metadata.labels ?? {};
   if (!isControlled(labels)) return [];
   let old: AdmittedPod | undefined;
   if (req.operation === 'UPDATE') {
-    const parsedOld = podSchema.safeParse(req.oldObject);
+    const parsedOld = admittedPodSchema.safeParse(req.oldObject);
     // Without the stored Pod there is no telling what the write changes: leave it to the reconciler.
     if (!parsedOld.success) return [];
     old = parsedOld.data;
@@ -71,12 +60,7 @@ export function transitionsPatch(req: WriteReview, trafficOffMode: TrafficOffMod
   const admitted = admitWrite({
     labels,
     ...(old !== undefined ? { oldLabels: old.metadata.labels ?? {} } : {}),
-    pod: {
-      finalizers: pod.metadata.finalizers ?? [],
-      annotations: pod.metadata.annotations ?? {},
-      conditions: (statusFrom.status?.conditions ?? []).map((c) => ({ type: c.type, status: toStatus(c.status) })),
-      readinessGates: (specFrom.spec?.readinessGates ?? []).map((g) => g.conditionType),
-    },
+    pod: admittedPodState(pod, statusFrom, specFrom),
     trafficOffMode,
     now,
   }).labels;
@@ -95,6 +79,11 @@ export interface OpsLifecycleWebhookOptions {
   createFailurePolicy?: 'Fail' | 'Ignore';
   /** The reconciler's OPS_LIFECYCLE_TRAFFIC_OFF, so that the webhook never grants operate earlier than it would. */
   trafficOff?: TrafficOffMode;
+  /**
+   * Delete through the lifecycle (kuperator's GraceDelete), off unless given: the cluster it begins delete
+   * operations on (it needs pods get and patch there).
+   */
+  graceDelete?: { kc: KubeConfig };
 }
 
 /**
@@ -107,7 +96,7 @@ export interface OpsLifecycleWebhookOptions {
  */
 export function opsLifecycleWebhooks(opts: OpsLifecycleWebhookOptions = {}): AdmissionWebhookDefinition[] {
   const mode = opts.trafficOff ?? 'endpointslices';
-  return [
+  const webhooks: AdmissionWebhookDefinition[] = [
     {
       name: 'pod-readiness-gate.ops-lifecycle.ripple.dev',
       path: 'ops-lifecycle/pod-readiness-gate',
@@ -131,4 +120,6 @@ export function opsLifecycleWebhooks(opts: OpsLifecycleWebhookOptions = {}): Adm
       admit: (req, now) => allowWith(req.operation === 'UPDATE' ? transitionsPatch(req, mode, nanosFromDate(now)) : []),
     },
   ];
+  if (opts.graceDelete) webhooks.push(graceDeleteWebhook(opts.graceDelete));
+  return webhooks;
 }

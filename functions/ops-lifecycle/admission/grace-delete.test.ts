@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { CONTROL_LABEL, Label, perIdKey, podState, SERVICE_READY_CONDITION, type PodState } from '../protocol/index.js';
+import { GRACE_DELETE_ADAPTER, graceDeleteVerdict } from './grace-delete.js';
+
+const NOW = 1_800_000_000_000_000_000n;
+const TS = '1799999999000000000';
+const id = GRACE_DELETE_ADAPTER.id;
+const serving = (extra: Partial<PodState> = {}): PodState =>
+  podState({
+    labels: { [CONTROL_LABEL]: 'true', [Label.serviceAvailable]: TS },
+    readinessGates: [SERVICE_READY_CONDITION],
+    conditions: [{ type: 'Ready', status: 'True' }, { type: SERVICE_READY_CONDITION, status: 'True' }],
+    ...extra,
+  });
+
+describe('graceDeleteVerdict', () => {
+  it('refuses a serving Pod and begins its delete operation once', () => {
+    const first = graceDeleteVerdict(serving(), NOW);
+    expect(first).toMatchObject({ allow: false, begin: true });
+    expect(first.allow ? '' : first.message).toMatch(/pod deletion is underway through PodOpsLifecycle \(lifecycle pod-delete, type delete\)/);
+    const begun = serving({ labels: { ...serving().labels, [perIdKey('operating', id)]: TS, [perIdKey('operationType', id)]: 'delete' } });
+    expect(graceDeleteVerdict(begun, NOW)).toMatchObject({ allow: false, begin: false });
+  });
+
+  it('names the protection finalizers it waits for', () => {
+    const held = graceDeleteVerdict(serving({ finalizers: ['prot.podopslifecycle.kusionstack.io/lb'] }), NOW);
+    expect(held.allow ? '' : held.message).toContain('waiting for the protection finalizers prot.podopslifecycle.kusionstack.io/lb');
+  });
+
+  it('lets the delete go once operate is granted to the delete operation', () => {
+    const granted = serving({ labels: { [CONTROL_LABEL]: 'true', [perIdKey('operating', id)]: TS, [perIdKey('operationType', id)]: 'delete', [perIdKey('operate', id)]: TS } });
+    expect(graceDeleteVerdict(granted, NOW)).toEqual({ allow: true, why: 'granted' });
+  });
+
+  it('lets go of Pods it has no say over or nothing to drain from', () => {
+    expect(graceDeleteVerdict(serving({ labels: {} }), NOW)).toEqual({ allow: true, why: 'not controlled' });
+    expect(graceDeleteVerdict(serving({ readinessGates: [] }), NOW)).toEqual({ allow: true, why: 'no service-ready gate' });
+    expect(graceDeleteVerdict(serving({ conditions: [{ type: 'Ready', status: 'False' }] }), NOW)).toEqual({ allow: true, why: 'out of service' });
+    // Not Ready, but a cooperator still holds it: it goes through the lifecycle.
+    expect(graceDeleteVerdict(serving({ conditions: [], finalizers: ['prot.podopslifecycle.kusionstack.io/lb'] }), NOW)).toMatchObject({ allow: false, begin: true });
+  });
+});

@@ -1,0 +1,87 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { AdmissionDecision } from '../../../runtime/webhook/admission-review.js';
+import type { AdmissionWebhookDefinition } from '../../../runtime/webhook/types.js';
+import { deletionAdapter } from '../client/delete-through-lifecycle.js';
+import { operationClient } from '../client/operation.js';
+import {
+  allowOps,
+  CONTROL_LABEL,
+  CONTROL_LABEL_VALUE,
+  hasServiceReadyGate,
+  isControlled,
+  isDuringOps,
+  isPodReady,
+  nanosFromDate,
+  protectionFinalizers,
+  type PodState,
+  type UnixNanos,
+} from '../protocol/index.js';
+import { admittedPodSchema, admittedPodState } from './admitted-pod.js';
+
+/** kuperator's PodDeletion adapter: ID `pod-delete`, type `delete`, preparing-to-delete marked on begin. */
+export const GRACE_DELETE_ADAPTER = deletionAdapter('pod-delete', 'delete');
+
+export type GraceDeleteVerdict =
+  | { allow: true; why: 'not controlled' | 'no service-ready gate' | 'granted' | 'out of service' }
+  | { allow: false; begin: boolean; message: string };
+
+/**
+ * What to do with a DELETE of this Pod (kuperator's GraceDelete, pure). A controlled Pod with the gate is
+ * deleted only once its `pod-delete` operation was granted operate; until then the delete is refused and, the
+ * first time, the operation begun. Unlike kuperator, a Pod that is out of service (not Ready, no protection
+ * finalizer, no delete operation under way) is let go at once: there is no traffic to drain, and refusing
+ * would only make a Pod that never served run a whole lifecycle first.
+ */
+export function graceDeleteVerdict(pod: PodState, now: UnixNanos): GraceDeleteVerdict {
+  if (!isControlled(pod.labels)) return { allow: true, why: 'not controlled' };
+  // kuperator's rule: without the gate the lifecycle cannot take the Pod out of service, so it does not try.
+  if (!hasServiceReadyGate(pod)) return { allow: true, why: 'no service-ready gate' };
+  if (allowOps(pod, GRACE_DELETE_ADAPTER, { now }).allowed) return { allow: true, why: 'granted' };
+  const begun = isDuringOps(pod, GRACE_DELETE_ADAPTER);
+  const holding = protectionFinalizers(pod.finalizers);
+  if (!begun && holding.length === 0 && !isPodReady(pod)) return { allow: true, why: 'out of service' };
+  const waiting = holding.length > 0 ? `, waiting for the protection finalizers ${holding.join(', ')}` : '';
+  return {
+    allow: false,
+    begin: !begun,
+    message:
+      `pod deletion is underway through PodOpsLifecycle (lifecycle ${GRACE_DELETE_ADAPTER.id}, type ${GRACE_DELETE_ADAPTER.type})${waiting}: ` +
+      `the Pod is taken out of service first; delete it again once operate.podopslifecycle.kusionstack.io/${GRACE_DELETE_ADAPTER.id} is on it`,
+  };
+}
+
+/**
+ * `pod-grace-delete.ops-lifecycle.ripple.dev`: Pod DELETE through the lifecycle. It writes (it begins the delete
+ * operation on the Pod, through the API server, with a resourceVersion precondition), so it declares
+ * NoneOnDryRun and writes nothing for a dry run. failurePolicy Ignore: while it is down, deletes go through at
+ * once, as without it.
+ */
+export function graceDeleteWebhook(deps: { kc: KubeConfig }): AdmissionWebhookDefinition {
+  const ops = operationClient({ kc: deps.kc });
+  return {
+    name: 'pod-grace-delete.ops-lifecycle.ripple.dev',
+    path: 'ops-lifecycle/pod-grace-delete',
+    rules: [{ operations: ['DELETE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+    objectSelector: { matchLabels: { [CONTROL_LABEL]: CONTROL_LABEL_VALUE } },
+    namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-node-lease'] }] },
+    failurePolicy: 'Ignore',
+    // The write to begin the operation is one preconditioned patch, retried on conflict.
+    timeoutSeconds: 10,
+    sideEffects: 'NoneOnDryRun',
+    admit: async (req, now): Promise<AdmissionDecision> => {
+      if (req.operation !== 'DELETE') return { allowed: true };
+      const parsed = admittedPodSchema.safeParse(req.oldObject);
+      if (!parsed.success || parsed.data.metadata.name === undefined || req.namespace === undefined) return { allowed: true };
+      const verdict = graceDeleteVerdict(admittedPodState(parsed.data), nanosFromDate(now));
+      if (verdict.allow) return { allowed: true };
+      if (verdict.begin && req.dryRun !== true) {
+        try {
+          await ops.begin({ namespace: req.namespace, name: parsed.data.metadata.name, ...(parsed.data.metadata.uid ? { uid: parsed.data.metadata.uid } : {}) }, GRACE_DELETE_ADAPTER);
+        } catch (err) {
+          return { allowed: false, message: `pod deletion through PodOpsLifecycle could not begin: ${err instanceof Error ? err.message : String(err)}; retry the delete` };
+        }
+      }
+      return { allowed: false, message: verdict.message };
+    },
+  };
+}
