@@ -1,0 +1,69 @@
+// A process's RSS and CPU time from /proc, for any process on the machine (Ripple's, kube-apiserver,
+// etcd, redis-server): what bench/scale.ts samples to say which part is the bound.
+import { readFileSync } from 'node:fs';
+
+/** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on Linux). */
+const USER_HZ = 100;
+
+/** Resident set size in MiB, or undefined once the process is gone. */
+export function rssMiB(pid: number): number | undefined {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('VmRSS:'));
+    return line ? Number(line.split(/\s+/)[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** User + system CPU seconds the process has used, or undefined once it is gone. */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The machine's 1-minute load average (how busy the shared cores were meanwhile). */
+export function loadAverage(): number {
+  return Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+}
+
+/** The pids the sandbox recorded (`name pid` lines in $RIPPLE_SANDBOX_DIR/pids). */
+export function sandboxPids(sandboxDir: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of readFileSync(`${sandboxDir}/pids`, 'utf8').split('\n')) {
+    const [name, pid] = line.trim().split(/\s+/);
+    if (name && pid) out.set(name, Number(pid));
+  }
+  return out;
+}
+
+/** Samples the RSS of some processes every `everyMs` and keeps each one's peak. */
+export class RssPeaks {
+  private readonly peaks = new Map<number, number>();
+  private readonly timer: NodeJS.Timeout;
+  constructor(
+    private readonly pids: () => number[],
+    everyMs = 500,
+  ) {
+    this.timer = setInterval(() => this.sample(), everyMs);
+  }
+  sample(): void {
+    for (const pid of this.pids()) {
+      const rss = rssMiB(pid);
+      if (rss !== undefined) this.peaks.set(pid, Math.max(rss, this.peaks.get(pid) ?? 0));
+    }
+  }
+  peak(pid: number): number | undefined {
+    return this.peaks.get(pid);
+  }
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
