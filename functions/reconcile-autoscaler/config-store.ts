@@ -101,6 +101,7 @@ async function refreshConfigLocked(ctx: HandlerContext, names: AutoscalerNames):
     reparsed.push('controller');
     for (const issue of r.issues) issues.push({ issue, cm: controllerCm });
     if (r.ignoredKeys.length > 0) ctx.log.info({ configMap: names.controllerConfigMap, keys: r.ignoredKeys }, 'ConfigMap keys this version does not read');
+    if (r.keysWithoutEffect.length > 0) await reportKeysWithoutEffect(ctx, names, r.keysWithoutEffect, controllerCm);
   }
   if (!stored || stored.versions.saturation !== versions.saturation) {
     const r = parseSaturationConfig(saturationCm?.data, stored?.saturation, names.saturationConfigMap);
@@ -127,6 +128,26 @@ async function refreshConfigLocked(ctx: HandlerContext, names: AutoscalerNames):
   );
   for (const { issue, cm } of issues) await reportIssue(ctx, names, issue, cm);
   return { config: next, reparsed, issues: issues.map((i) => i.issue), prometheusSecrets };
+}
+
+/**
+ * WVA's shipped ConfigMap sets the metrics-cache keys: not an error (so no Warning on every install
+ * that copies it), but the operator is told they do nothing, once per ConfigMap change.
+ */
+async function reportKeysWithoutEffect(ctx: HandlerContext, names: AutoscalerNames, keys: string[], cm: ConfigMap | undefined): Promise<void> {
+  const message = `${names.controllerConfigMap}: ${keys.join(', ')} have no effect (as in WVA v0.5.0): each cycle queries Prometheus once per model, so there is no cache; freshness uses PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD and _UNAVAILABLE_THRESHOLD only`;
+  ctx.log.info({ configMap: names.controllerConfigMap, keys }, message);
+  try {
+    await ctx.events.emit({
+      involvedObject: { apiVersion: 'v1', kind: 'ConfigMap', namespace: names.namespace, name: names.controllerConfigMap, ...(cm?.metadata.uid !== undefined ? { uid: cm.metadata.uid } : {}) },
+      type: 'Normal',
+      reason: 'KeysWithoutEffect',
+      message,
+      source: FUNCTION_NAME,
+    });
+  } catch (err) {
+    ctx.log.warn({ err: String(err) }, 'could not queue the configuration Event');
+  }
 }
 
 /** One bad entry: a log line and a Warning Event on the ConfigMap, both naming the key. */

@@ -155,7 +155,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
   const policyFor = (modelID: string, ns: string) => scaleToZeroPolicyFor(config.scaleToZero, modelID, ns, config.controller.scaleToZero);
   const inputs: Record<string, GroupInputs> = {};
   await mapBounded(groups, PROMETHEUS_CONCURRENCY, async (g) => {
-    inputs[g.key] = await collectGroupInputs(prometheus, g, podVariantByNs.get(g.namespace) ?? new Map(), policyFor(g.modelID, g.namespace));
+    inputs[g.key] = await collectGroupInputs(prometheus, g, podVariantByNs.get(g.namespace) ?? new Map(), policyFor(g.modelID, g.namespace), config.controller.metricsFreshness);
   });
 
   let gpuCapacity: Record<string, number> | undefined;
@@ -172,6 +172,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
     decisionTtlMs: DECISION_TTL_INTERVALS * intervalMs,
     saturation: config.saturation,
     scaleToZero: policyFor,
+    freshness: config.controller.metricsFreshness,
     ...(gpuCapacity !== undefined ? { gpuCapacityByType: gpuCapacity } : {}),
   });
 

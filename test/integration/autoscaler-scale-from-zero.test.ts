@@ -134,11 +134,16 @@ describe('reconcile-autoscaler: scale from zero when requests wait in the infere
       const r = await loop.query(`sum(increase(vllm:request_success_total{namespace="${sb.namespace}",model_name="${MODEL}"}[1m]))`);
       return r.length === 1 && r[0]?.value === 0 ? true : undefined;
     });
-    await loop.cycle();
+    // Quick re-checks may run beside the cycles asked for here: wait for one that saw the new pod report.
+    const record = await waitFor('a cycle that saw the woken pod report', 30_000, async () => {
+      await loop.cycle();
+      const r = await readCycleRecord(sb.redis, sb.prefix);
+      return r?.models.find((m) => m.key === `${MODEL}|${sb.namespace}`)?.replicas === 1 ? r : undefined;
+    });
     await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'sfz-cheap' }, 1);
-    const record = await readCycleRecord(sb.redis, sb.prefix);
-    expect(record?.decisions.find((d) => d.key === `${sb.namespace}/sfz-cheap`)?.source).not.toBe('scale-to-zero');
-    expect(record?.models.find((m) => m.key === `${MODEL}|${sb.namespace}`)?.note).toContain('requests are waiting in the inference gateway');
+    expect(record.decisions.find((d) => d.key === `${sb.namespace}/sfz-cheap`)).toMatchObject({ desiredReplicas: 1 });
+    expect(record.decisions.find((d) => d.key === `${sb.namespace}/sfz-cheap`)?.source).not.toBe('scale-to-zero');
+    expect(record.models.find((m) => m.key === `${MODEL}|${sb.namespace}`)?.note).toContain('requests are waiting in the inference gateway');
     expect((await readVA(sb, 'sfz-cheap')).status?.desiredOptimizedAlloc?.numReplicas).toBe(1);
   });
 });

@@ -17,7 +17,7 @@ describe('parseControllerConfig', () => {
     });
     expect(config.globalOptIntervalMs).toBe(60_000);
     expect(config.scaleToZero).toBe(false);
-    expect(config.metricsCache).toEqual(DEFAULT_CONTROLLER_CONFIG.metricsCache);
+    expect(config.metricsFreshness).toEqual(DEFAULT_CONTROLLER_CONFIG.metricsFreshness);
     expect(config.nodeSelector).toBeUndefined();
   });
 
@@ -86,6 +86,34 @@ describe('parseControllerConfig', () => {
 
   it('lists keys it does not read', () => {
     expect(parseControllerConfig({ EPP_METRICS_CACHE_TTL: '15s', GLOBAL_OPT_INTERVAL: '60s' }).ignoredKeys).toEqual(['EPP_METRICS_CACHE_TTL']);
+  });
+
+  it('reads the freshness limits; the cache keys and the stale threshold have no effect and are named as such', () => {
+    const r = parseControllerConfig(UPSTREAM_DATA);
+    expect(r.keysWithoutEffect).toEqual([
+      'PROMETHEUS_METRICS_CACHE_CLEANUP_INTERVAL',
+      'PROMETHEUS_METRICS_CACHE_ENABLED',
+      'PROMETHEUS_METRICS_CACHE_FETCH_INTERVAL',
+      'PROMETHEUS_METRICS_CACHE_MAX_SIZE',
+      'PROMETHEUS_METRICS_CACHE_STALE_THRESHOLD',
+      'PROMETHEUS_METRICS_CACHE_TTL',
+    ]);
+    const custom = parseControllerConfig({ PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD: '20s', PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD: '90s', PROMETHEUS_METRICS_CACHE_TTL: 'junk' });
+    expect(custom.config.metricsFreshness).toEqual({ freshThresholdMs: 20_000, unavailableThresholdMs: 90_000 });
+    // A key without effect is not validated: nothing to keep a last good value of.
+    expect(custom.issues).toEqual([]);
+    expect(custom.ignoredKeys).toEqual([]);
+  });
+
+  it('a fresh threshold of 0 is refused (no query window); an unavailable threshold not above it leaves no room for stale', () => {
+    const zero = parseControllerConfig({ PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD: '0s' });
+    expect(zero.config.metricsFreshness.freshThresholdMs).toBe(60_000);
+    expect(zero.issues.map(describeIssue)).toEqual([
+      'workload-variant-autoscaler-variantautoscaling-config[PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD]: "0s" must be at least 1s (using the default)',
+    ]);
+    const inverted = parseControllerConfig({ PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD: '2m', PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD: '1m' });
+    expect(inverted.config.metricsFreshness).toEqual({ freshThresholdMs: 120_000, unavailableThresholdMs: 120_000 });
+    expect(inverted.issues).toMatchObject([{ key: 'PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD', severity: 'warning' }]);
   });
 
   it.each([['true', true], ['True', true], ['yes', true], ['1', true], ['false', false], ['NO', false], ['0', false]])(

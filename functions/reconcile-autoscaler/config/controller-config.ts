@@ -1,6 +1,6 @@
 /**
  * The controller ConfigMap (`workload-variant-autoscaler-variantautoscaling-config`): Prometheus
- * connection, `GLOBAL_OPT_INTERVAL`, feature flags and the metrics-cache settings. Every value is a
+ * connection, `GLOBAL_OPT_INTERVAL`, feature flags and the metrics freshness limits. Every value is a
  * string; each known key is parsed with zod. A key that is absent or empty takes its default; a key
  * that cannot be parsed is reported and keeps its last good value.
  */
@@ -8,7 +8,7 @@ import type { z } from 'zod';
 import { redactUrl } from '../../../runtime/redact.js';
 import { DEFAULT_CONTROLLER_CONFIG_MAP } from './names.js';
 import type { ConfigIssue } from './issues.js';
-import { booleanText, durationText, httpUrlText, nonNegativeIntText, plainText } from './values.js';
+import { booleanText, durationText, httpUrlText, plainText } from './values.js';
 
 export interface PrometheusSettings {
   /** Base URL of Prometheus's HTTP API; without it the autoscaler cannot collect metrics. */
@@ -23,14 +23,13 @@ export interface PrometheusSettings {
   tokenPath?: string;
 }
 
-export interface MetricsCacheSettings {
-  enabled: boolean;
-  ttlMs: number;
-  maxSize: number;
-  cleanupIntervalMs: number;
-  fetchIntervalMs: number;
+/**
+ * How old a pod's newest sample may be (WVA's freshness rule): younger than `freshThresholdMs` it is
+ * used (the saturation queries look this far back); younger than `unavailableThresholdMs` the pod's
+ * metrics are stale (`MetricsStale`, the last decision held); older, the pod counts as not reporting.
+ */
+export interface MetricsFreshnessSettings {
   freshThresholdMs: number;
-  staleThresholdMs: number;
   unavailableThresholdMs: number;
 }
 
@@ -43,7 +42,7 @@ export interface ControllerConfig {
   limitedMode: boolean;
   nodeSelector?: string;
   eppMetricReaderBearerToken?: string;
-  metricsCache: MetricsCacheSettings;
+  metricsFreshness: MetricsFreshnessSettings;
 }
 
 export const DEFAULT_GLOBAL_OPT_INTERVAL_MS = 60_000;
@@ -53,16 +52,7 @@ export const DEFAULT_CONTROLLER_CONFIG: ControllerConfig = {
   globalOptIntervalMs: DEFAULT_GLOBAL_OPT_INTERVAL_MS,
   scaleToZero: false,
   limitedMode: false,
-  metricsCache: {
-    enabled: true,
-    ttlMs: 30_000,
-    maxSize: 0,
-    cleanupIntervalMs: 60_000,
-    fetchIntervalMs: 30_000,
-    freshThresholdMs: 60_000,
-    staleThresholdMs: 120_000,
-    unavailableThresholdMs: 300_000,
-  },
+  metricsFreshness: { freshThresholdMs: 60_000, unavailableThresholdMs: 300_000 },
 };
 
 /** Keys whose values are secrets: never echoed in issues. */
@@ -82,22 +72,34 @@ export const CONTROLLER_CONFIG_KEYS = [
   'WVA_LIMITED_MODE',
   'WVA_NODE_SELECTOR',
   'EPP_METRIC_READER_BEARER_TOKEN',
+  'PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD',
+  'PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD',
+] as const;
+export type ControllerConfigKey = (typeof CONTROLLER_CONFIG_KEYS)[number];
+
+/**
+ * Keys of WVA's shipped ConfigMap that have no effect, in WVA v0.5.0 (its cache is never built from
+ * them: the read is commented out in cmd/main.go, and its freshness rule ignores the stale
+ * threshold) and in Ripple: each cycle asks Prometheus once per model, so there is nothing to
+ * cache, and a pod is fresh, stale or unavailable by the other two thresholds. They are not parsed;
+ * a ConfigMap that sets them is told so (a log line and a Normal Event naming them).
+ */
+export const KEYS_WITHOUT_EFFECT = [
   'PROMETHEUS_METRICS_CACHE_ENABLED',
   'PROMETHEUS_METRICS_CACHE_TTL',
   'PROMETHEUS_METRICS_CACHE_MAX_SIZE',
   'PROMETHEUS_METRICS_CACHE_CLEANUP_INTERVAL',
   'PROMETHEUS_METRICS_CACHE_FETCH_INTERVAL',
-  'PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD',
   'PROMETHEUS_METRICS_CACHE_STALE_THRESHOLD',
-  'PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD',
 ] as const;
-export type ControllerConfigKey = (typeof CONTROLLER_CONFIG_KEYS)[number];
 
 export interface ParsedControllerConfig {
   config: ControllerConfig;
   issues: ConfigIssue[];
   /** Keys present in the ConfigMap that this version does not read. */
   ignoredKeys: string[];
+  /** Keys of WVA's ConfigMap present here that have no effect (`KEYS_WITHOUT_EFFECT`). */
+  keysWithoutEffect: string[];
 }
 
 type Data = Readonly<Record<string, string | undefined>>;
@@ -136,7 +138,7 @@ export function parseControllerConfig(
   const had = previous !== undefined;
   const D = DEFAULT_CONTROLLER_CONFIG;
   const P = previous;
-  const pc = P?.metricsCache;
+  const pf = P?.metricsFreshness;
 
   const config: ControllerConfig = {
     prometheus: omitUndefined({
@@ -156,20 +158,29 @@ export function parseControllerConfig(
       nodeSelector: read('WVA_NODE_SELECTOR', plainText, undefined, P?.nodeSelector, had),
       eppMetricReaderBearerToken: read('EPP_METRIC_READER_BEARER_TOKEN', plainText, undefined, P?.eppMetricReaderBearerToken, had),
     }),
-    metricsCache: {
-      enabled: read('PROMETHEUS_METRICS_CACHE_ENABLED', booleanText, D.metricsCache.enabled, pc?.enabled, had),
-      ttlMs: read('PROMETHEUS_METRICS_CACHE_TTL', durationText(1), D.metricsCache.ttlMs, pc?.ttlMs, had),
-      maxSize: read('PROMETHEUS_METRICS_CACHE_MAX_SIZE', nonNegativeIntText, D.metricsCache.maxSize, pc?.maxSize, had),
-      cleanupIntervalMs: read('PROMETHEUS_METRICS_CACHE_CLEANUP_INTERVAL', durationText(1), D.metricsCache.cleanupIntervalMs, pc?.cleanupIntervalMs, had),
-      fetchIntervalMs: read('PROMETHEUS_METRICS_CACHE_FETCH_INTERVAL', durationText(0), D.metricsCache.fetchIntervalMs, pc?.fetchIntervalMs, had),
-      freshThresholdMs: read('PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD', durationText(0), D.metricsCache.freshThresholdMs, pc?.freshThresholdMs, had),
-      staleThresholdMs: read('PROMETHEUS_METRICS_CACHE_STALE_THRESHOLD', durationText(0), D.metricsCache.staleThresholdMs, pc?.staleThresholdMs, had),
-      unavailableThresholdMs: read('PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD', durationText(0), D.metricsCache.unavailableThresholdMs, pc?.unavailableThresholdMs, had),
+    metricsFreshness: {
+      freshThresholdMs: read('PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD', durationText(1_000), D.metricsFreshness.freshThresholdMs, pf?.freshThresholdMs, had),
+      unavailableThresholdMs: read('PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD', durationText(1_000), D.metricsFreshness.unavailableThresholdMs, pf?.unavailableThresholdMs, had),
     },
   };
+  const f = config.metricsFreshness;
+  if (f.unavailableThresholdMs <= f.freshThresholdMs) {
+    // No room for "stale": a pod whose metrics are not fresh is simply not reporting.
+    issues.push({
+      configMap,
+      key: 'PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD',
+      severity: 'warning',
+      message: 'should be longer than PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD: no pod will be reported MetricsStale, metrics older than the fresh threshold count as missing',
+      fallback: 'none',
+    });
+    config.metricsFreshness = { ...f, unavailableThresholdMs: f.freshThresholdMs };
+  }
   const known = new Set<string>(CONTROLLER_CONFIG_KEYS);
-  const ignoredKeys = Object.keys(d).filter((k) => !known.has(k)).sort();
-  return { config, issues, ignoredKeys };
+  const withoutEffect = new Set<string>(KEYS_WITHOUT_EFFECT);
+  const present = Object.keys(d).filter((k) => d[k] !== undefined);
+  const ignoredKeys = present.filter((k) => !known.has(k) && !withoutEffect.has(k)).sort();
+  const keysWithoutEffect = present.filter((k) => withoutEffect.has(k)).sort();
+  return { config, issues, ignoredKeys, keysWithoutEffect };
 }
 
 /**

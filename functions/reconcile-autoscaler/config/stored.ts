@@ -31,16 +31,8 @@ const controllerConfigSchema = z.object({
   limitedMode: z.boolean(),
   nodeSelector: z.string().optional(),
   eppMetricReaderBearerToken: z.string().optional(),
-  metricsCache: z.object({
-    enabled: z.boolean(),
-    ttlMs: ms,
-    maxSize: z.number().int().min(0),
-    cleanupIntervalMs: ms,
-    fetchIntervalMs: ms,
-    freshThresholdMs: ms,
-    staleThresholdMs: ms,
-    unavailableThresholdMs: ms,
-  }),
+  // A record an older Ripple stored with `metricsCache` fails here and is rebuilt from the ConfigMaps.
+  metricsFreshness: z.object({ freshThresholdMs: ms, unavailableThresholdMs: ms }),
 }) satisfies z.ZodType<ControllerConfig>;
 
 const thresholdsSchema = z.object({

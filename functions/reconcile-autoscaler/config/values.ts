@@ -29,15 +29,6 @@ export function durationText(minMs: number) {
   });
 }
 
-export const nonNegativeIntText = z.string().transform((s, ctx) => {
-  const t = s.trim();
-  if (!/^\d+$/.test(t)) {
-    ctx.addIssue({ code: 'custom', message: 'must be a whole number, 0 or more' });
-    return z.NEVER;
-  }
-  return Number(t);
-});
-
 export const httpUrlText = z.string().transform((s, ctx) => {
   const t = s.trim();
   let url: URL;

@@ -19,13 +19,15 @@ export async function collectGroupInputs(
   group: ModelGroup,
   podVariant: ReadonlyMap<string, string>,
   scaleToZero: ScaleToZeroPolicy,
+  freshness?: { freshThresholdMs: number; unavailableThresholdMs: number },
 ): Promise<GroupInputs> {
   if ('unavailable' in prometheus) return { metrics: { status: 'error', message: prometheus.unavailable } };
-  const q = modelQueries({ namespace: group.namespace, modelID: group.modelID }, scaleToZero);
+  const q = modelQueries({ namespace: group.namespace, modelID: group.modelID }, scaleToZero, freshness);
   try {
-    const [kvBody, queueBody, countBody, pendingBody] = await Promise.all([
+    const [kvBody, queueBody, recentBody, countBody, pendingBody] = await Promise.all([
       prometheus.query(q.kvCacheUsage),
       prometheus.query(q.queueLength),
+      q.recentPods !== undefined ? prometheus.query(q.recentPods) : Promise.resolve(undefined),
       q.requestCount !== undefined ? prometheus.query(q.requestCount) : Promise.resolve(undefined),
       q.pendingRequests !== undefined ? prometheus.query(q.pendingRequests) : Promise.resolve(undefined),
     ]);
@@ -34,6 +36,17 @@ export async function collectGroupInputs(
     const queue = parseInstantVector(queueBody);
     if (!queue.ok) return { metrics: { status: 'error', message: `queue query: ${queue.error}` } };
     const replicas = joinReplicaMetrics(valuesByPod(kv.samples), valuesByPod(queue.samples), podVariant);
+    // Pods of a variant with samples within the unavailable threshold but none within the fresh one.
+    const fresh = new Set(replicas.map((r) => r.podName));
+    const recent = q.recentPods !== undefined ? parseInstantVector(recentBody) : undefined;
+    if (recent !== undefined && !recent.ok) return { metrics: { status: 'error', message: `recent-pods query: ${recent.error}` } };
+    const stale = [...valuesByPod(recent?.samples ?? []).keys()]
+      .filter((pod) => !fresh.has(pod))
+      .sort()
+      .flatMap((pod) => {
+        const variantName = podVariant.get(pod);
+        return variantName === undefined ? [] : [{ podName: pod, variantName }];
+      });
     let requestCount: RequestCount | undefined;
     if (q.requestCount !== undefined) {
       const c = parseSingleValue(countBody);
@@ -41,7 +54,7 @@ export async function collectGroupInputs(
     }
     const pending = q.pendingRequests !== undefined ? pendingFrom(pendingBody) : undefined;
     return {
-      metrics: { status: 'ok', replicas },
+      metrics: { status: 'ok', replicas, ...(stale.length > 0 ? { stale } : {}) },
       ...(requestCount !== undefined ? { requestCount } : {}),
       ...(pending?.status === 'ok' ? { pendingRequests: pending.pending } : {}),
     };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { kvCacheUsageQuery, modelQueries, pendingRequestsQuery, promqlString, queueLengthQuery, requestCountQuery } from './promql.js';
+import { kvCacheUsageQuery, modelQueries, pendingRequestsQuery, promqlString, queueLengthQuery, recentPodsQuery, requestCountQuery } from './promql.js';
 
 const m = { namespace: 'llm-d-sim', modelID: 'default/default' };
 
@@ -26,6 +26,18 @@ describe('PromQL builders', () => {
     );
     expect(modelQueries(m, { enabled: false, retentionMs: 600_000 }).pendingRequests).toBeUndefined();
     expect(modelQueries(m, { enabled: true, retentionMs: 600_000 }).pendingRequests).toBe(pendingRequestsQuery(m));
+  });
+
+  it('the saturation window is the fresh threshold; pods seen within the unavailable one are asked for when it is longer', () => {
+    const q = modelQueries(m, { enabled: false, retentionMs: 600_000 }, { freshThresholdMs: 5_000, unavailableThresholdMs: 20_000 });
+    expect(q.kvCacheUsage).toContain('[5s]');
+    expect(q.queueLength).toContain('[5s]');
+    expect(q.recentPods).toBe(recentPodsQuery(m, 20_000));
+    expect(recentPodsQuery(m, 300_000)).toBe(
+      'count by (pod) (count_over_time(vllm:kv_cache_usage_perc{namespace="llm-d-sim",model_name="default/default"}[5m])) or ' +
+        'count by (pod) (count_over_time(vllm:num_requests_waiting{namespace="llm-d-sim",model_name="default/default"}[5m]))',
+    );
+    expect(modelQueries(m, { enabled: false, retentionMs: 600_000 }, { freshThresholdMs: 60_000, unavailableThresholdMs: 60_000 }).recentPods).toBeUndefined();
   });
 
   it('escapes label values so they cannot change the query', () => {

@@ -8,8 +8,12 @@ export const VLLM_KV_CACHE_USAGE = 'vllm:kv_cache_usage_perc';
 export const VLLM_REQUESTS_WAITING = 'vllm:num_requests_waiting';
 export const VLLM_REQUEST_SUCCESS_TOTAL = 'vllm:request_success_total';
 
-/** Peaks over this window catch saturation between scrapes. */
-export const SATURATION_WINDOW = '1m';
+/**
+ * Peaks over this window catch saturation between scrapes. It is the freshness limit
+ * (PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD, 1m by default, WVA's window): a pod with no sample in it
+ * has no fresh metrics.
+ */
+export const SATURATION_WINDOW_MS = 60_000;
 
 export interface ModelSelector {
   namespace: string;
@@ -25,14 +29,23 @@ function selector(metric: string, m: ModelSelector): string {
   return `${metric}{namespace=${promqlString(m.namespace)},model_name=${promqlString(m.modelID)}}`;
 }
 
-/** Peak KV-cache use (0..1) per pod over the last minute. */
-export function kvCacheUsageQuery(m: ModelSelector): string {
-  return `max by (pod) (max_over_time(${selector(VLLM_KV_CACHE_USAGE, m)}[${SATURATION_WINDOW}]))`;
+/** Peak KV-cache use (0..1) per pod over the window (the last minute by default). */
+export function kvCacheUsageQuery(m: ModelSelector, windowMs = SATURATION_WINDOW_MS): string {
+  return `max by (pod) (max_over_time(${selector(VLLM_KV_CACHE_USAGE, m)}[${formatPrometheusDuration(windowMs)}]))`;
 }
 
-/** Peak number of waiting requests per pod over the last minute. */
-export function queueLengthQuery(m: ModelSelector): string {
-  return `max by (pod) (max_over_time(${selector(VLLM_REQUESTS_WAITING, m)}[${SATURATION_WINDOW}]))`;
+/** Peak number of waiting requests per pod over the window (the last minute by default). */
+export function queueLengthQuery(m: ModelSelector, windowMs = SATURATION_WINDOW_MS): string {
+  return `max by (pod) (max_over_time(${selector(VLLM_REQUESTS_WAITING, m)}[${formatPrometheusDuration(windowMs)}]))`;
+}
+
+/**
+ * Pods with any sample over the window (PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD): those of
+ * them missing from the saturation queries have stale metrics.
+ */
+export function recentPodsQuery(m: ModelSelector, windowMs: number): string {
+  const w = formatPrometheusDuration(windowMs);
+  return `count by (pod) (count_over_time(${selector(VLLM_KV_CACHE_USAGE, m)}[${w}])) or count by (pod) (count_over_time(${selector(VLLM_REQUESTS_WAITING, m)}[${w}]))`;
 }
 
 /** Successful requests of the model over the scale-to-zero retention period. */
@@ -61,16 +74,23 @@ export function pendingRequestsQuery(m: ModelSelector): string {
 export interface ModelQueries {
   kvCacheUsage: string;
   queueLength: string;
+  /** Only when the unavailable threshold is longer than the fresh one (there is room for "stale"). */
+  recentPods?: string;
   /** Only when scale-to-zero is enabled for the model. */
   requestCount?: string;
   /** Only when scale-to-zero is enabled: requests waiting in the gateway keep the model from going to zero. */
   pendingRequests?: string;
 }
 
-export function modelQueries(m: ModelSelector, scaleToZero: { enabled: boolean; retentionMs: number }): ModelQueries {
+export function modelQueries(
+  m: ModelSelector,
+  scaleToZero: { enabled: boolean; retentionMs: number },
+  freshness: { freshThresholdMs: number; unavailableThresholdMs: number } = { freshThresholdMs: SATURATION_WINDOW_MS, unavailableThresholdMs: SATURATION_WINDOW_MS },
+): ModelQueries {
   return {
-    kvCacheUsage: kvCacheUsageQuery(m),
-    queueLength: queueLengthQuery(m),
+    kvCacheUsage: kvCacheUsageQuery(m, freshness.freshThresholdMs),
+    queueLength: queueLengthQuery(m, freshness.freshThresholdMs),
+    ...(freshness.unavailableThresholdMs > freshness.freshThresholdMs ? { recentPods: recentPodsQuery(m, freshness.unavailableThresholdMs) } : {}),
     ...(scaleToZero.enabled ? { requestCount: requestCountQuery(m, scaleToZero.retentionMs), pendingRequests: pendingRequestsQuery(m) } : {}),
   };
 }

@@ -27,7 +27,7 @@ export const variantDecisionSchema = z.object({
   previousDesiredReplicas: z.number().int().min(0).optional(),
   desiredReplicas: z.number().int().min(0),
   action: z.enum(['scale-up', 'scale-down', 'no-change']),
-  source: z.enum(['saturation', 'transition', 'scale-to-zero', 'scale-from-zero', 'minimum-replica', 'no-metrics', 'prometheus-error', 'prometheus-auth']),
+  source: z.enum(['saturation', 'transition', 'scale-to-zero', 'scale-from-zero', 'minimum-replica', 'no-metrics', 'stale-metrics', 'prometheus-error', 'prometheus-auth']),
   reason: z.string(),
   limited: z.boolean(),
   /** RFC 3339, when the cycle ran: becomes `desiredOptimizedAlloc.lastRunTime`. */

@@ -53,6 +53,30 @@ describe('decideCycle', () => {
     expect(r.models[0]?.inTransition).toBe(true);
   });
 
+  it('only stale metrics (older than the fresh threshold): MetricsStale naming the limits, last decision held', () => {
+    const groups = twoVariants(2, 1, { dear: 3 });
+    const stale = [{ podName: 'cheap-0', variantName: 'cheap' }];
+    const r = decideCycle(groups, { [KEY]: { metrics: { status: 'ok', replicas: [], stale } } }, options({ freshness: { freshThresholdMs: 5_000, unavailableThresholdMs: 20_000 } }));
+    expect(r.decisions.map((d) => [d.variantName, d.desiredReplicas, d.source])).toEqual([
+      ['cheap', 2, 'stale-metrics'],
+      ['dear', 3, 'stale-metrics'],
+    ]);
+    expect(r.decisions[0]?.metricsAvailable).toMatchObject({ status: 'False', reason: 'MetricsStale' });
+    expect(r.decisions[0]?.metricsAvailable.message).toContain('in the last 5s (PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD)');
+    expect(r.decisions[0]?.metricsAvailable.message).toContain('less than 20s old');
+    expect(r.decisions[0]?.optimizationReady).toMatchObject({ status: 'False', reason: 'MetricsUnavailable' });
+  });
+
+  it('one variant stale, the other fresh: that variant says MetricsStale and the model holds (in transition)', () => {
+    const groups = twoVariants(2, 1);
+    const r = decideCycle(groups, { [KEY]: { metrics: { status: 'ok', replicas: pods('cheap', [0.5, 0], [0.5, 0]), stale: [{ podName: 'dear-0', variantName: 'dear' }] } } }, options());
+    expect(r.decisions.map((d) => [d.variantName, d.desiredReplicas, d.metricsAvailable.reason])).toEqual([
+      ['cheap', 2, 'MetricsFound'],
+      ['dear', 1, 'MetricsStale'],
+    ]);
+    expect(r.models[0]?.inTransition).toBe(true);
+  });
+
   it('without Prometheus data (and default: {}) holds the current size and says metrics are missing', () => {
     const groups = twoVariants(2, 1, { dear: 3 });
     const r = decideCycle(groups, { [KEY]: { metrics: { status: 'ok', replicas: [] } } }, options());

@@ -10,6 +10,7 @@ import type { SaturationConfigSet, SaturationThresholds } from '../config/satura
 import { saturationThresholdsFor } from '../config/saturation-config.js';
 import type { ScaleToZeroPolicy } from '../config/scale-to-zero-config.js';
 import { formatConditionTime } from '../../../status/conditions.js';
+import { formatPrometheusDuration } from '../config/duration.js';
 import type { ActiveVariant, ModelGroup } from './active-variants.js';
 import { analyzeModelSaturation } from './analyzer.js';
 import type { VariantDecision } from './decision.js';
@@ -22,7 +23,13 @@ import { calculateSaturationTargets, type TargetStep } from './targets.js';
 import { actionFor, type ModelAnalysis, type ReplicaMetrics } from './types.js';
 
 /** `auth`: Prometheus refused the credentials (401/403), an auth problem rather than a connectivity one. */
-export type GroupMetrics = { status: 'ok'; replicas: readonly ReplicaMetrics[] } | { status: 'error'; message: string; auth?: boolean };
+/**
+ * `stale`: pods of the group's variants whose newest sample is older than the fresh threshold but
+ * younger than the unavailable one (they are not in `replicas`).
+ */
+export type GroupMetrics =
+  | { status: 'ok'; replicas: readonly ReplicaMetrics[]; stale?: ReadonlyArray<{ podName: string; variantName: string }> }
+  | { status: 'error'; message: string; auth?: boolean };
 
 export interface GroupInputs {
   metrics: GroupMetrics;
@@ -42,6 +49,8 @@ export interface CycleOptions {
   gpuCapacityByType?: Readonly<Record<string, number>>;
   /** GPUs already in use per type; defaults to what the cycle's variants hold now. */
   gpuUsedByType?: Readonly<Record<string, number>>;
+  /** The freshness limits, for the MetricsStale message (default: WVA's 1m and 5m). */
+  freshness?: { freshThresholdMs: number; unavailableThresholdMs: number };
 }
 
 export interface ModelSummary {
@@ -105,7 +114,7 @@ function fallbackDecisions(
   group: ModelGroup,
   stamp: Stamp,
   metrics: DecisionCondition,
-  source: 'no-metrics' | 'prometheus-error' | 'prometheus-auth',
+  source: 'no-metrics' | 'stale-metrics' | 'prometheus-error' | 'prometheus-auth',
   why: string,
   policy?: { scaleToZero: ScaleToZeroPolicy; requestCount: RequestCount | undefined; pendingRequests: number | undefined },
 ): VariantDecision[] {
@@ -141,6 +150,18 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
     return {
       decisions: fallbackDecisions(group, stamp, cond, metrics.auth ? 'prometheus-auth' : 'prometheus-error', metrics.auth ? 'Prometheus refused the credentials' : 'metrics query failed'),
       summary: { ...summaryBase, inTransition: false, note: metrics.message },
+      spare: new Map(),
+    };
+  }
+  if (metrics.replicas.length === 0 && (metrics.stale?.length ?? 0) > 0) {
+    const cond = metricsCondition('False', MetricsAvailableReason.MetricsStale, staleText(options, 'the pods of this model'));
+    return {
+      decisions: fallbackDecisions(group, stamp, cond, 'stale-metrics', 'stale saturation metrics', {
+        scaleToZero: options.scaleToZero(group.modelID, group.namespace),
+        requestCount: inputs?.requestCount,
+        pendingRequests: inputs?.pendingRequests,
+      }),
+      summary: { ...summaryBase, inTransition: false, note: `stale metrics from ${metrics.stale?.map((p) => p.podName).join(', ') ?? ''}` },
       spare: new Map(),
     };
   }
@@ -186,7 +207,9 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
       metricsAvailable:
         reporting > 0
           ? metricsCondition('True', MetricsAvailableReason.MetricsFound, `Saturation metrics from ${reporting} pod(s)`)
-          : metricsCondition('False', MetricsAvailableReason.MetricsMissing, `No saturation metrics from the pods of Deployment ${v.variantName} yet: they may not be ready or not scraped`),
+          : metrics.stale?.some((p) => p.variantName === v.variantName)
+            ? metricsCondition('False', MetricsAvailableReason.MetricsStale, staleText(options, `the pods of Deployment ${v.variantName}`))
+            : metricsCondition('False', MetricsAvailableReason.MetricsMissing, `No saturation metrics from the pods of Deployment ${v.variantName} yet: they may not be ready or not scraped`),
       optimizationReady: optimizationCondition('True', OptimizationReadyReason.OptimizationSucceeded, `${steadyText(reason, computed.step.kind === 'none' && !computed.inTransition)} (desired ${desired} replica(s))`),
     };
   });
@@ -203,6 +226,15 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
     },
     spare: new Map(analysis.variants.map((a) => [a.variantName, a.avgSpareKv])),
   };
+}
+
+/** MetricsStale's message: which limits (no live ages, so an unchanged state writes nothing). */
+function staleText(options: CycleOptions, whose: string): string {
+  const f = options.freshness ?? { freshThresholdMs: 60_000, unavailableThresholdMs: 300_000 };
+  return (
+    `Stale saturation metrics: no sample from ${whose} in the last ${formatPrometheusDuration(f.freshThresholdMs)} (PROMETHEUS_METRICS_CACHE_FRESH_THRESHOLD), ` +
+    `the last one less than ${formatPrometheusDuration(f.unavailableThresholdMs)} old (PROMETHEUS_METRICS_CACHE_UNAVAILABLE_THRESHOLD): holding the last decision`
+  );
 }
 
 /**
