@@ -1,3 +1,4 @@
+import { BULL_ADD_LUA, BULL_FINISH_LUA } from './bull-scripts.js';
 import { FENCE_LUA } from './fence.js';
 
 /**
@@ -118,10 +119,24 @@ end
 `;
 
 
-/** ARGV: key, delayMs, jobKeyPrefix. */
-export const ENQUEUE = `${LIVE}${HELD}${SCHEDULE}
+/**
+ * KEYS: scriptKeys() then BullMQ's bullAddKeys(). ARGV: key, delayMs, jobKeyPrefix, then bullAddArgs()'s
+ * packed args, data and packed opts. schedule(), and when it decides on a new job, BullMQ's add of it in
+ * the same script (queue/bull-scripts.ts): one round trip, and the recorded id always has its job.
+ * Returns schedule()'s four fields, with action `added` when the job was added here (parseSchedule
+ * reads it as `add` with `added`).
+ */
+export const ENQUEUE = `${LIVE}${HELD}${SCHEDULE}${BULL_ADD_LUA}
 local now = nowMs()
-return schedule(ARGV[1], now + tonumber(ARGV[2]), now, ARGV[3])
+local r = schedule(ARGV[1], now + tonumber(ARGV[2]), now, ARGV[3])
+-- Without BullMQ's arguments the caller adds the job itself (the two-step form, kept for tests that stop
+-- between the decision and the add).
+if r[1] ~= 'add' or not ARGV[4] then return r end
+-- An add of an id recorded by another call whose job does not exist yet (readd) creates it here with the
+-- key's due; should that call's own add land later, BullMQ ignores it (the id exists), so nothing is left
+-- to move afterwards.
+bullAdd(r[2], tonumber(r[3]), ARGV[4], ARGV[5], ARGV[6])
+return {'added', r[2], r[3], r[4]}
 `;
 
 /**
@@ -201,52 +216,85 @@ redis.call('ZADD', KEYS[8], now + tonumber(ARGV[3]), ARGV[1])
 return 1
 `;
 
+// Shared Lua: release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPrefix, add) — see RELEASE.
+// Returns the answer, and whether it is the answer of an earlier run (a resent RELEASE).
+const RELEASE_FN = `
+local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPrefix, add)
+  if not holds(KEYS[3], key, token) then
+    -- This RELEASE may have run already and only its reply was lost (the client resends unanswered
+    -- commands after a reconnect): answer what it answered then, so its follow-up is still carried out.
+    local done = redis.call('HGET', KEYS[9], key)
+    if done and string.sub(done, 1, #token + 1) == token .. '|' then return cjson.decode(string.sub(done, #token + 2)), true end
+    return {'stale', '', '0', '0', '0', '0'}, false
+  end
+  local now = nowMs()
+  redis.call('HDEL', KEYS[3], key)
+  redis.call('ZREM', KEYS[8], key)
+  local due = nil
+  local dirty = redis.call('ZSCORE', KEYS[4], key)
+  if dirty then
+    redis.call('ZREM', KEYS[4], key)
+    due = math.max(tonumber(dirty), now)
+  end
+  local failures, backoff = 0, 0
+  if outcome == 'error' then
+    failures = redis.call('HINCRBY', KEYS[5], key, 1)
+    backoff = tonumber(backoffMs)
+    due = math.min(due or math.huge, now + backoff)
+  else
+    redis.call('HDEL', KEYS[5], key)
+    if outcome == 'requeue' then
+      due = math.min(due or math.huge, now + tonumber(requeueAfterMs))
+    end
+  end
+  local r
+  if due then r = schedule(key, due, now, jobKeyPrefix) else r = {'none', '', '0', '0'} end
+  if add and r[1] == 'add' then
+    bullAdd(r[2], tonumber(r[3]), add[1], add[2], add[3])
+    r[1] = 'added'
+  end
+  table.insert(r, tostring(failures))
+  table.insert(r, tostring(backoff))
+  redis.call('HSET', KEYS[9], key, token .. '|' .. cjson.encode(r))
+  return r, false
+end
+`;
+
 /**
- * ARGV: key, token, outcome (success|terminal|error|requeue), requeueAfterMs, backoffMs, jobKeyPrefix.
+ * KEYS: scriptKeys() then BullMQ's bullAddKeys(). ARGV: key, token, outcome (success|terminal|error|requeue),
+ * requeueAfterMs, backoffMs, jobKeyPrefix, and optionally bullAddArgs()'s three for the follow-up job.
  * backoffMs is the delay for this failure, computed by the worker from queue/backoff.ts: the policy
  * lives in one place, and the script only records the count and schedules the retry.
  * Releases the key and schedules what must follow: a request that came in meanwhile (dirty), a
- * backoff retry, or a requeueAfter — whichever is due first. Returns schedule()'s four fields (or
- * {'none', '', '0', '0'}) followed by the failure count and the backoff in ms, for metrics and logs;
- * {'stale', …} and nothing changed when the token is no longer the key's (its lease was lost).
+ * backoff retry, or a requeueAfter — whichever is due first; a new job for it is added here when the
+ * add arguments are given (action `added`). Returns schedule()'s four fields (or {'none', '', '0', '0'})
+ * followed by the failure count and the backoff in ms, for metrics and logs; {'stale', …} and nothing
+ * changed when the token is no longer the key's (its lease was lost).
  */
-export const RELEASE = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}
-local key, token, outcome = ARGV[1], ARGV[2], ARGV[3]
-if not holds(KEYS[3], key, token) then
-  -- This RELEASE may have run already and only its reply was lost (the client resends unanswered
-  -- commands after a reconnect): answer what it answered then, so its follow-up is still carried out.
-  local done = redis.call('HGET', KEYS[9], key)
-  if done and string.sub(done, 1, #token + 1) == token .. '|' then return cjson.decode(string.sub(done, #token + 2)) end
-  return {'stale', '', '0', '0', '0', '0'}
-end
-local now = nowMs()
-redis.call('HDEL', KEYS[3], key)
-redis.call('ZREM', KEYS[8], key)
-local due = nil
-local dirty = redis.call('ZSCORE', KEYS[4], key)
-if dirty then
-  redis.call('ZREM', KEYS[4], key)
-  due = math.max(tonumber(dirty), now)
-end
-local failures, backoff = 0, 0
-if outcome == 'error' then
-  failures = redis.call('HINCRBY', KEYS[5], key, 1)
-  backoff = tonumber(ARGV[5])
-  due = math.min(due or math.huge, now + backoff)
-else
-  redis.call('HDEL', KEYS[5], key)
-  if outcome == 'requeue' then
-    due = math.min(due or math.huge, now + tonumber(ARGV[4]))
-  end
-end
-local r
-if due then r = schedule(key, due, now, ARGV[6]) else r = {'none', '', '0', '0'} end
-table.insert(r, tostring(failures))
-table.insert(r, tostring(backoff))
-redis.call('HSET', KEYS[9], key, token .. '|' .. cjson.encode(r))
+export const RELEASE = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}
+local add = nil
+if ARGV[7] then add = {ARGV[7], ARGV[8], ARGV[9]} end
+local r = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add)
 return r
 `;
 
+/**
+ * RELEASE and BullMQ's moveToFinished of the job in one script (queue/bull-scripts.ts): the worker's
+ * steady state is then one round trip per job for releasing the key, adding its follow-up, finishing the
+ * job and fetching the next, plus CLAIM. KEYS: RELEASE's 18, then moveToFinished's 14. ARGV: RELEASE's 9,
+ * then moveToFinished's 9. The key is released first, as when the two ran one after the other: should
+ * BullMQ refuse to finish the job (its lock was lost), the release stands (it is fenced by its token)
+ * and BullMQ's error code is returned. Returns {moveToFinished's answer, RELEASE's answer}.
+ */
+export const RELEASE_AND_FINISH = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}${BULL_FINISH_LUA}
+local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], {ARGV[7], ARGV[8], ARGV[9]})
+-- Resent after a lost reply: the job was finished by the first run (KEYS[30] is its hash).
+if replayed and redis.call('HEXISTS', KEYS[30], 'finishedOn') == 1 then return {0, r} end
+local bk, ba = {}, {}
+for i = 1, 14 do bk[i] = KEYS[18 + i] end
+for i = 1, 9 do ba[i] = ARGV[9 + i] end
+return {bullFinish(bk, ba), r}
+`;
 
 /**
  * ARGV: jobKeyPrefix. Removes entries that belong to no live job or claim (see queue/sweep.ts) and

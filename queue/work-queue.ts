@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Logger } from '../runtime/log.js';
 import type { RedisClient } from './connection.js';
 import type { QueueMetrics } from './metrics.js';
+import { bullAddArgs, bullAddKeys } from './bull-scripts.js';
 import { queueKeys, queuePrefix, scriptKeys, type QueueKeys } from './keys.js';
 import { runScript } from './run-script.js';
 import { ENQUEUE } from './scripts.js';
@@ -28,6 +29,8 @@ export interface ScheduleResult {
    * that call may create the job first with a later delay, which BullMQ keeps; `apply` then moves it.
    */
   readd?: boolean;
+  /** The script added the job itself (ENQUEUE does): nothing is left for `apply` to do. */
+  added?: boolean;
 }
 
 export interface WorkQueueOptions {
@@ -44,11 +47,15 @@ export interface WorkQueueOptions {
 // Attempts are (practically) unbounded because only queue failures reach BullMQ's retry: a Redis error
 // in CLAIM, RELEASE or the follow-up must delay a job, never drop it. Handler failures are retried by
 // Ripple's own per-key backoff and fail their job with UnrecoverableError (queue/worker.ts).
+/** How long finished jobs are kept (the queue-throughput bench gives plain BullMQ the same, like for like). */
+export const JOB_RETENTION = {
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: { age: 24 * 3600, count: 5000 },
+} satisfies JobsOptions;
 const JOB_DEFAULTS: JobsOptions = {
   attempts: 1_000_000,
   backoff: { type: 'custom' },
-  removeOnComplete: { age: 3600, count: 1000 },
-  removeOnFail: { age: 24 * 3600, count: 5000 },
+  ...JOB_RETENTION,
 };
 
 /**
@@ -74,13 +81,24 @@ export class WorkQueue {
     return this.opts.connection;
   }
 
+  /** KEYS of the scripts that may add a job (ENQUEUE, RELEASE): Ripple's, then BullMQ's for its add. */
+  get addingScriptKeys(): string[] {
+    return [...scriptKeys(this.keys), ...bullAddKeys(this.bull)];
+  }
+
+  /** What BullMQ's add of a reconcile job for `key` would send, for a script to add it itself. */
+  addArgs(key: string, reason: string): Promise<[Buffer, string, Buffer]> {
+    const data: ReconcileJob = { key, reason };
+    return bullAddArgs(this.bull, RECONCILE_JOB, data, { ...JOB_DEFAULTS });
+  }
+
   /** Requests a reconcile of `key`, now or after `delayMs`. */
   async add(key: string, delayMs = 0, reason = 'event'): Promise<ScheduleResult> {
     const k = this.keys;
-    const raw = await runScript(this.opts.connection, ENQUEUE, scriptKeys(k), [key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix]);
+    const raw = await runScript(this.opts.connection, ENQUEUE, this.addingScriptKeys, [key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix, ...(await this.addArgs(key, reason))]);
     this.opts.metrics?.adds.inc({ name: this.name, controller: this.name });
     const result = parseSchedule(raw);
-    await this.apply(key, result, reason);
+    if (!result.added) await this.apply(key, result, reason);
     return result;
   }
 
@@ -89,6 +107,7 @@ export class WorkQueue {
    * again after a failure: adding an id that exists is ignored, and moving a job earlier is idempotent.
    */
   async apply(key: string, result: ScheduleResult, reason: string): Promise<void> {
+    if (result.added) return;
     if (result.action === 'add') {
       const data: ReconcileJob = { key, reason };
       await this.bull.add(RECONCILE_JOB, data, { jobId: result.jobId, delay: result.delayMs });
@@ -148,9 +167,10 @@ export class WorkQueue {
 
 /** schedule()'s four fields as the scripts return them (RELEASE appends two more, read by the worker). */
 // Built once: constructing a zod schema costs more than parsing with it, and this runs for every enqueue.
-const scheduleReplySchema = z.tuple([z.enum(['add', 'reschedule', 'coalesced', 'deferred', 'none']), z.string(), z.string(), z.enum(['0', '1'])]).rest(z.string());
+const scheduleReplySchema = z.tuple([z.enum(['add', 'added', 'reschedule', 'coalesced', 'deferred', 'none']), z.string(), z.string(), z.enum(['0', '1'])]).rest(z.string());
 
 export function parseSchedule(raw: unknown): ScheduleResult {
   const parsed = scheduleReplySchema.parse(raw);
-  return { action: parsed[0], jobId: parsed[1], delayMs: Number(parsed[2]), ...(parsed[3] === '1' ? { readd: true } : {}) };
+  const action = parsed[0] === 'added' ? 'add' : parsed[0];
+  return { action, jobId: parsed[1], delayMs: Number(parsed[2]), ...(parsed[3] === '1' ? { readd: true } : {}), ...(parsed[0] === 'added' ? { added: true } : {}) };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, raw2NextJobData, UnrecoverableError, Worker, type Job, type Scripts } from 'bullmq';
 import { z } from 'zod';
 import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
@@ -12,7 +12,7 @@ import { ClaimLease } from './lease.js';
 import type { QueueMetrics } from './metrics.js';
 import { withRetries, type RetryPolicy } from './retry.js';
 import { runScript } from './run-script.js';
-import { CLAIM, RELEASE } from './scripts.js';
+import { CLAIM, RELEASE, RELEASE_AND_FINISH } from './scripts.js';
 import { sweepQueue } from './sweep.js';
 import { parseSchedule, RECONCILE_JOB, reconcileJobSchema, RESYNC_JOB, type ScheduleResult, type WorkQueue } from './work-queue.js';
 
@@ -53,6 +53,25 @@ export type ClaimVerdict =
 // Built once: constructing a zod schema costs more than parsing with it, and these run for every job.
 const claimReplySchema = z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string()]);
 const releaseReplySchema = z.array(z.string());
+
+/** RELEASE's answer: stale (the claim was lost), or what follows and the failure count. */
+interface Released {
+  stale: boolean;
+  next: ScheduleResult;
+  failures: number;
+  backoffMs: number;
+}
+
+function parseRelease(raw: unknown): Released {
+  const fields = releaseReplySchema.parse(raw);
+  if (fields[0] === 'stale') return { stale: true, next: { action: 'none', jobId: '', delayMs: 0 }, failures: 0, backoffMs: 0 };
+  return { stale: false, next: parseSchedule(fields), failures: Number(fields[4] ?? 0), backoffMs: Number(fields[5] ?? 0) };
+}
+
+/** How many keys BullMQ's moveToFinished takes (its Scripts.moveToFinishedKeys). */
+const FINISH_KEYS = 14;
+/** RELEASE_AND_FINISH's answer: moveToFinished's (0, an error code, or the next job) and RELEASE's. */
+const finishReplySchema = z.tuple([z.union([z.number(), z.array(z.unknown())]), z.array(z.string())]);
 
 export function parseClaim(raw: unknown): ClaimVerdict {
   const [verdict, value, delay] = claimReplySchema.parse(raw);
@@ -190,6 +209,12 @@ export class KeyedWorker {
     m?.workDuration.observe(labels, seconds);
     m?.reconcileTime.observe({ controller: this.name }, seconds);
 
+    if (outcome === 'success' || outcome === 'requeue') {
+      // The steady state: RELEASE runs in the same script as BullMQ finishing this job (and fetching the
+      // next), when BullMQ completes it; see finishWithRelease.
+      await this.finishWithRelease(job, key, verdict.token, outcome, requeueAfterMs, log);
+      return outcome;
+    }
     const released = await this.release(key, verdict.token, outcome, requeueAfterMs, log);
     if (released.stale) {
       // Another claim has the key: whatever this one decided is not ours to schedule any more.
@@ -197,25 +222,72 @@ export class KeyedWorker {
       log.warn({ lost: String(lease.signal.reason ?? 'taken over') }, 'lost the claim before releasing; the key is reconciled by its new holder');
       return 'fenced: the claim was lost before release';
     }
-    await this.applyFollowUp(key, released.next, outcome === 'error' ? 'retry' : outcome === 'requeue' ? 'requeue' : 'dirty', log);
+    await this.applyFollowUp(key, released.next, outcome === 'error' ? 'retry' : 'dirty', log);
 
-    if (outcome === 'error' || outcome === 'terminal') {
-      m?.reconcileErrors.inc({ controller: this.name });
-      m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
-      if (outcome === 'error') {
-        m?.retries.inc(labels);
-        log.warn({ err: errorText(failure), failures: released.failures, backoffMs: released.backoffMs }, 'reconcile failed; retrying with backoff');
-      } else {
-        m?.terminalErrors.inc({ controller: this.name });
-        log.warn({ err: errorText(failure) }, 'reconcile failed terminally; not retrying');
+    m?.reconcileErrors.inc({ controller: this.name });
+    m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
+    if (outcome === 'error') {
+      m?.retries.inc(labels);
+      log.warn({ err: errorText(failure), failures: released.failures, backoffMs: released.backoffMs }, 'reconcile failed; retrying with backoff');
+    } else {
+      m?.terminalErrors.inc({ controller: this.name });
+      log.warn({ err: errorText(failure) }, 'reconcile failed terminally; not retrying');
+    }
+    // Ripple scheduled the retry itself (or none, for a terminal error); this job only shows as failed
+    // on the dashboard with its reason, and BullMQ must not run it again.
+    throw new UnrecoverableError(errorText(failure));
+  }
+
+  /**
+   * Makes BullMQ's completion of `job` also release its key: the job's moveToCompleted (which BullMQ calls
+   * once this processor returns) runs RELEASE_AND_FINISH, one script for RELEASE, adding its follow-up
+   * job, finishing this job and fetching the next. BullMQ retries a completion that failed on a
+   * connection error (Worker.retryIfFailed), and a resent RELEASE answers what it answered before.
+   * RELEASE's answer is handled as the separate RELEASE's was: metrics, the fenced case, and moving a
+   * pending job earlier (the only follow-up a script cannot do, retried; should every attempt fail,
+   * the pending job still runs, at its later time).
+   */
+  private async finishWithRelease(job: Job, key: string, token: string, outcome: 'success' | 'requeue', requeueAfterMs: number, log: Logger): Promise<void> {
+    const q = this.opts.queue;
+    const releaseKeys = q.addingScriptKeys;
+    const releaseArgs = [key, token, outcome, String(Math.round(requeueAfterMs)), '0', q.keys.jobKeyPrefix, ...(await q.addArgs(key, outcome === 'requeue' ? 'requeue' : 'dirty'))];
+    const scripts = (job as unknown as { scripts: Scripts }).scripts;
+    job.moveToCompleted = async (returnValue: unknown, bullToken: string, fetchNext = true) => {
+      await this.worker.waitUntilReady();
+      const args = scripts.moveToCompletedArgs(job, JSON.stringify(returnValue), job.opts.removeOnComplete ?? false, bullToken, fetchNext);
+      const finishKeys = args.slice(0, FINISH_KEYS).map(String);
+      // ioredis sends undefined as ''; BullMQ's script reads '' as "no fields to update".
+      const finishArgs = args.slice(FINISH_KEYS).map((a) => (a === undefined ? '' : typeof a === 'boolean' ? String(a) : a));
+      const raw = await runScript(this.opts.connection, RELEASE_AND_FINISH, [...releaseKeys, ...finishKeys], [...releaseArgs, ...finishArgs]);
+      const [finished, releasedRaw] = finishReplySchema.parse(raw);
+      job.returnvalue = returnValue;
+      job.finishedOn = Number(args[FINISH_KEYS + 1]);
+      job.attemptsMade += 1;
+      await this.afterRelease(key, parseRelease(releasedRaw), outcome, requeueAfterMs, log);
+      if (typeof finished === 'number') {
+        if (finished < 0) throw scripts.finishedErrors({ code: finished, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
+        return undefined;
       }
-      // Ripple scheduled the retry itself (or none, for a terminal error); this job only shows as failed
-      // on the dashboard with its reason, and BullMQ must not run it again.
-      throw new UnrecoverableError(errorText(failure));
+      return raw2NextJobData(finished);
+    };
+  }
+
+  /** Metrics, logs and the follow-up that is left to do after a release of a claim that succeeded. */
+  private async afterRelease(key: string, released: Released, outcome: 'success' | 'requeue', requeueAfterMs: number, log: Logger): Promise<void> {
+    const m = this.opts.metrics;
+    if (released.stale) {
+      m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
+      log.warn('lost the claim before releasing; the key is reconciled by its new holder');
+      return;
     }
     m?.reconcileTotal.inc({ controller: this.name, result: outcome === 'requeue' ? 'requeue_after' : 'success' });
-    log.debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined, ms: Math.round(seconds * 1000) }, 'reconciled');
-    return outcome;
+    log.debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined }, 'reconciled');
+    try {
+      await this.applyFollowUp(key, released.next, outcome === 'requeue' ? 'requeue' : 'dirty', log);
+    } catch {
+      // Logged by applyFollowUp. The job is finished already: the pending job this would have moved
+      // earlier still runs at its own time.
+    }
   }
 
   /**
@@ -256,18 +328,18 @@ export class KeyedWorker {
    * never does, the error goes to BullMQ, which retries this job; by then the lease has run out and the
    * retry takes the key over and reconciles it again, so no follow-up is lost.
    */
-  private async release(key: string, token: string, outcome: string, requeueAfterMs: number, log: Logger): Promise<{ stale: boolean; next: ScheduleResult; failures: number; backoffMs: number }> {
-    const k = this.opts.queue.keys;
+  private async release(key: string, token: string, outcome: string, requeueAfterMs: number, log: Logger): Promise<Released> {
+    const q = this.opts.queue;
+    const k = q.keys;
     const redis = this.opts.connection;
+    const addArgs = await q.addArgs(key, outcome === 'error' ? 'retry' : 'dirty');
     return withRetries(
       async () => {
         // Only this claim holds the key, so the failure count it reads cannot change before RELEASE
         // increments it; reading it costs a round trip on the error path only.
         const backoffMs = outcome === 'error' ? backoffDelay(this.opts.backoff ?? DEFAULT_BACKOFF, Number((await redis.hget(k.failures, key)) ?? 0) + 1) : 0;
-        const raw = await runScript(redis, RELEASE, scriptKeys(k), [key, token, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix]);
-        const fields = releaseReplySchema.parse(raw);
-        if (fields[0] === 'stale') return { stale: true, next: { action: 'none', jobId: '', delayMs: 0 }, failures: 0, backoffMs: 0 };
-        return { stale: false, next: parseSchedule(fields), failures: Number(fields[4] ?? 0), backoffMs: Number(fields[5] ?? 0) };
+        const raw = await runScript(redis, RELEASE, q.addingScriptKeys, [key, token, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix, ...addArgs]);
+        return parseRelease(raw);
       },
       this.opts.applyRetry ?? DEFAULT_APPLY_RETRY,
       (err, attempt, retryInMs) => log.warn({ attempt, retryInMs, err: errorText(err) }, 'could not release the key; retrying'),

@@ -1,0 +1,93 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { Job, type Queue } from 'bullmq';
+import { z } from 'zod';
+
+/**
+ * BullMQ's own Lua, composed into Ripple's scripts so one EVALSHA both decides (Ripple's per-key state)
+ * and acts (adds the job): an enqueue is one round trip instead of two, and there is no moment between
+ * Ripple recording a job id and BullMQ creating the job.
+ *
+ * The text is BullMQ's, loaded from the installed package at run time (bullmq is pinned, see
+ * package.json; its scripts ship with their includes inlined), never copied into Ripple. Each script
+ * becomes a Lua function of (KEYS, ARGV), so its own KEYS/ARGV indexing stays as BullMQ wrote it.
+ * BullMQ names a job's hash from the prefix in its arguments, as it does for its own scripts; every key,
+ * BullMQ's and Ripple's, sits under the function's hash tag (queue/keys.ts), so this runs on a cluster.
+ */
+
+const scriptModule = z.record(z.string(), z.object({ name: z.string(), content: z.string(), keys: z.number() }));
+const require = createRequire(import.meta.url);
+
+function bullScript(file: string): string {
+  // Resolved beside bullmq's own entry point, so it is the copy BullMQ itself runs.
+  const mod = scriptModule.parse(require(path.join(path.dirname(require.resolve('bullmq')), 'scripts', file)));
+  const script = Object.values(mod)[0];
+  if (!script) throw new Error(`bullmq script ${file} not found`);
+  return script.content;
+}
+
+function asFunction(name: string, content: string): string {
+  return `local function ${name}(KEYS, ARGV)\n${content}\nend\n`;
+}
+
+/** BullMQ's keys the composed add needs, in addStandardJob's order (KEYS[10] … KEYS[18] of ENQUEUE). */
+export function bullAddKeys(queue: Queue): string[] {
+  const k = queue.keys;
+  return [k.wait!, k.paused!, k.meta!, k.id!, k.completed!, k.delayed!, k.active!, k.events!, k.marker!];
+}
+
+/**
+ * Lua: `bullAdd(id, delayMs, packedArgs, data, packedOpts)` adds the job `id` as BullMQ's Queue.add would
+ * (standard, or delayed when delayMs > 0), with BullMQ's keys at KEYS[10] … KEYS[18]. packedArgs and
+ * packedOpts are what bullAddArgs() built for a job without id and delay; both are set here, once the
+ * script has decided them. Adding an id that exists does nothing (BullMQ's rule), as with Queue.add.
+ */
+export const BULL_ADD_LUA = `
+${asFunction('bullAddStandard', bullScript('addStandardJob-9.js'))}
+${asFunction('bullAddDelayed', bullScript('addDelayedJob-6.js'))}
+local function bullAdd(id, delayMs, packedArgs, data, packedOpts)
+  local a = cmsgpack.unpack(packedArgs)
+  a[2] = id
+  local o = cmsgpack.unpack(packedOpts)
+  o['jobId'] = id
+  if delayMs > 0 then
+    o['delay'] = delayMs
+    return bullAddDelayed({KEYS[18], KEYS[12], KEYS[13], KEYS[15], KEYS[14], KEYS[17]}, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
+  end
+  return bullAddStandard({KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18]}, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
+end
+`;
+
+/**
+ * Lua: `bullFinish(KEYS, ARGV)` is BullMQ's moveToFinished (a job to completed or failed, fetching the
+ * next one), called with the keys and arguments BullMQ's Scripts.moveToCompletedArgs built.
+ */
+export const BULL_FINISH_LUA = asFunction('bullFinish', bullScript('moveToFinished-14.js'));
+
+/** A Redis client stand-in that records the arguments BullMQ would send instead of sending them. */
+interface Capture {
+  runCommand(name: string, args: unknown[]): Promise<string>;
+}
+
+const capturedArgs = z.tuple([z.instanceof(Buffer), z.string(), z.instanceof(Buffer)]);
+
+/**
+ * The three ARGV BullMQ's addStandardJob takes for a job named `name` with `data` and `opts` (no id,
+ * no delay): built by BullMQ itself (its Job and Scripts.addJob, with a client that only records), so
+ * options, timestamps and encoding are exactly what Queue.add would send.
+ */
+export async function bullAddArgs(queue: Queue, name: string, data: unknown, opts: Record<string, unknown>): Promise<[Buffer, string, Buffer]> {
+  let args: unknown[] | undefined;
+  const capture: Capture = {
+    runCommand: (_name, sent) => {
+      args = sent;
+      return Promise.resolve('');
+    },
+  };
+  const job = new Job(queue, name, data, { ...opts, jobId: undefined, delay: undefined });
+  const json = job.asJSON();
+  await queue.scripts.addJob(capture as never, json, json.opts, '', {});
+  if (!args) throw new Error('bullmq did not build addJob arguments');
+  // addStandardJob: 9 keys, then packed args, data, packed opts.
+  return capturedArgs.parse(args.slice(9));
+}
