@@ -1,7 +1,16 @@
 import type { V1Pod } from '@kubernetes/client-node';
+import type { ModelServing } from '../../api/modelserving.js';
 import { describe, expect, it } from 'vitest';
 import { CONTROL_LABEL, SERVICE_READY_CONDITION } from '../ops-lifecycle/client/index.js';
-import { deletionInProgress, enrolled, LIFECYCLE_OPT_IN_ANNOTATION, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
+import {
+  deletionFinalizers,
+  deletionInProgress,
+  enrolled,
+  LIFECYCLE_DELETION_FINALIZER,
+  LIFECYCLE_OPT_IN_ANNOTATION,
+  lifecycleOptedIn,
+  maskLifecycleDeletions,
+} from './lifecycle.js';
 
 const NOW = new Date('2026-01-01T00:00:00Z');
 
@@ -44,5 +53,25 @@ describe('PodOpsLifecycle opt-in', () => {
   it('counts only its own ID running a delete', () => {
     expect(deletionInProgress(pod('a', begun))).toBe(true);
     expect(deletionInProgress(pod('a', { ...begun, 'operation-type.podopslifecycle.kusionstack.io/modelserving': 'update' }))).toBe(false);
+  });
+});
+
+describe('deletionFinalizers', () => {
+  const ms = (optedIn: boolean, finalizers: string[], deleting = false): Pick<ModelServing, 'metadata'> => ({
+    metadata: {
+      name: 'm',
+      annotations: optedIn ? { [LIFECYCLE_OPT_IN_ANNOTATION]: 'true' } : {},
+      finalizers,
+      ...(deleting ? { deletionTimestamp: NOW.toISOString() } : {}),
+    },
+  });
+  it('holds an opted-in ModelServing, keeping the finalizers others put there', () => {
+    expect(deletionFinalizers(ms(true, ['other']))).toEqual(['other', LIFECYCLE_DELETION_FINALIZER]);
+    expect(deletionFinalizers(ms(true, [LIFECYCLE_DELETION_FINALIZER]))).toBeUndefined();
+  });
+  it('lets go when the opt-in is removed, and never changes a ModelServing being deleted (the drain does)', () => {
+    expect(deletionFinalizers(ms(false, ['other', LIFECYCLE_DELETION_FINALIZER]))).toEqual(['other']);
+    expect(deletionFinalizers(ms(false, []))).toBeUndefined();
+    expect(deletionFinalizers(ms(false, [LIFECYCLE_DELETION_FINALIZER], true))).toBeUndefined();
   });
 });

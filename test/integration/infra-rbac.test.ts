@@ -180,7 +180,8 @@ describe('least-privilege RBAC, with real ServiceAccount tokens', () => {
     expect(await may(id, 'get', { group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions', name: 'podgroups.scheduling.volcano.sh' })).toBe(true);
     expect(await may(id, 'get', { group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions', name: 'modelservings.workload.serving.volcano.sh' })).toBe(false);
 
-    await refused(id, 'PATCH', `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns()}/modelservings/absent`, { spec: {} }, 'application/merge-patch+json');
+    // The PodOpsLifecycle opt-in's deletion finalizer (reconcile-modelserving/lifecycle.ts) is a metadata patch.
+    await allowed(id, 'PATCH', `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns()}/modelservings/absent`, { metadata: { finalizers: [] } }, 'application/merge-patch+json');
     await refused(id, 'DELETE', `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns()}/modelservings/absent`);
     await refused(id, 'POST', `/apis/apps/v1/namespaces/${ns()}/deployments`, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' } });
     await refused(id, 'POST', `/api/v1/namespaces/${ns()}/events`, { apiVersion: 'v1', kind: 'Event', metadata: { name: 'x' } }); // events go through emit-events

@@ -6,10 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definition as opsLifecycle } from '../../functions/ops-lifecycle/definition.js';
 import { CONTROL_LABEL } from '../../functions/ops-lifecycle/client/index.js';
 import { LabelPrefix, PROTECTION_FINALIZER_PREFIX } from '../../functions/ops-lifecycle/protocol/index.js';
-import { LIFECYCLE_OPT_IN_ANNOTATION } from '../../functions/reconcile-modelserving/lifecycle.js';
+import { LIFECYCLE_DELETION_FINALIZER, LIFECYCLE_OPT_IN_ANNOTATION } from '../../functions/reconcile-modelserving/lifecycle.js';
+import { kubeRequest } from '../../kube/raw.js';
+import { objectPath, Resources } from '../../kube/resources.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
-import { IMAGE_A, createMs, groupOf, listPods, modelServingFunctions, msManifest, patchMs, waitConverged, watchPods, type RoleOptions } from '../fixtures/modelserving-fixtures.js';
+import { IMAGE_A, createMs, deleteMs, groupOf, listPods, modelServingFunctions, msManifest, patchMs, waitConverged, watchPods, type RoleOptions } from '../fixtures/modelserving-fixtures.js';
 
 const OPERATE = `${LabelPrefix.operate}/modelserving`;
 const OPERATING = `${LabelPrefix.operating}/modelserving`;
@@ -73,5 +75,41 @@ describe('ops-lifecycle: opted-in ModelServing pods are drained (scenario 5)', (
     expect(done.pods.every((p) => groupOf(p) === 'pre-0')).toBe(true);
     expect(rec.deleted.map((d) => d.pod.split('/')[0]).sort()).toEqual(['pre-1-main-0-0', 'pre-1-main-0-1']);
     expect(rec.deleted.filter((d) => !d.granted), 'deleted without operate').toEqual([]);
+  });
+
+  it('deleting an opted-in ModelServing drains every pod through the lifecycle before the owner and its pods go', async () => {
+    const ms = await createMs(sb, msManifest('del', sb.namespace, { replicas: 1, annotations: { [LIFECYCLE_OPT_IN_ANNOTATION]: 'true' }, roles }));
+    await waitConverged(sb, 'del', { podsPerGroup: 2 });
+    const path = objectPath(Resources.modelServing, sb.namespace, 'del');
+    const finalizersOf = async () => {
+      try {
+        const raw = (await kubeRequest(sb.kc, path)) as { metadata?: { finalizers?: string[]; deletionTimestamp?: string } };
+        return { finalizers: raw.metadata?.finalizers ?? [], deleting: raw.metadata?.deletionTimestamp !== undefined };
+      } catch {
+        return undefined;
+      }
+    };
+    await waitFor('the ModelServing to hold its deletion finalizer', 30_000, async () => (await finalizersOf())?.finalizers.includes(LIFECYCLE_DELETION_FINALIZER));
+    await setFinalizers(sb, 'del-0-main-0-0', [HOLD]);
+
+    const rec = await recordDeletions(sb, 'del');
+    await deleteMs(sb, 'del');
+    // Both pods begin their lifecycle; the held one waits for its load balancer, and so does the owner.
+    await waitFor('both pods begun', 30_000, async () => {
+      const ps = await listPods(sb, 'del');
+      return ps.length === 2 && ps.every((p) => p.metadata?.labels?.[OPERATING] !== undefined);
+    });
+    await waitFor('del-0-main-0-0 preparing', 30_000, async () => (await listPods(sb, 'del')).find((p) => p.metadata?.name === 'del-0-main-0-0')?.metadata?.labels?.[PREPARING] !== undefined);
+    const owner = await finalizersOf();
+    expect(owner, 'the ModelServing went before its pods were drained').toBeDefined();
+    expect(owner?.deleting).toBe(true);
+    expect(rec.deleted.filter((d) => d.pod.startsWith('del-0-main-0-0/'))).toEqual([]);
+
+    await setFinalizers(sb, 'del-0-main-0-0', []);
+    await waitFor('the ModelServing and its pods to be gone', 60_000, async () => (await finalizersOf()) === undefined && (await listPods(sb, 'del')).length === 0);
+    rec.stop();
+    expect(rec.deleted.map((d) => d.pod.split('/')[0]).sort()).toEqual(['del-0-main-0-0', 'del-0-main-0-1']);
+    expect(rec.deleted.filter((d) => !d.granted), 'deleted without operate').toEqual([]);
+    expect(ms.metadata.uid).toBeDefined();
   });
 });

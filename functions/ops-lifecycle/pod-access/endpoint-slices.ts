@@ -14,7 +14,7 @@ export const endpointSliceSchema = z
       .array(
         z
           .object({
-            conditions: z.object({ ready: z.boolean().nullish() }).passthrough().nullish(),
+            conditions: z.object({ ready: z.boolean().nullish(), serving: z.boolean().nullish() }).passthrough().nullish(),
             targetRef: z.object({ kind: z.string().optional(), name: z.string().optional(), uid: z.string().optional() }).passthrough().nullish(),
           })
           .passthrough(),
@@ -24,12 +24,19 @@ export const endpointSliceSchema = z
   .passthrough();
 export type EndpointSliceSlice = z.infer<typeof endpointSliceSchema>;
 
-/** Every endpoint of the slice that names a Pod. */
+/**
+ * Every endpoint of the slice that names a Pod. It counts as not ready when either `ready` or `serving` is false:
+ * a Service with `publishNotReadyAddresses` (the headless Services of ModelServing groups, StatefulSet peers)
+ * keeps `ready` true whatever the Pod's state, and only `serving` tells that the EndpointSlice controller saw the
+ * Pod not Ready; without this, a lifecycle would wait forever for such a slice. A terminating endpoint is
+ * `ready: false` (load balancers stop sending it new connections) even while it is still serving.
+ */
 export function podEndpointsOf(slice: EndpointSliceSlice): PodEndpoint[] {
   return (slice.endpoints ?? []).flatMap((e) => {
     const ref = e.targetRef;
     if (ref?.kind !== 'Pod' || ref.name === undefined) return [];
-    const ready = e.conditions?.ready;
+    const c = e.conditions;
+    const ready = c?.ready === false || c?.serving === false ? false : (c?.ready ?? undefined);
     return [{ slice: slice.metadata.name, podName: ref.name, ...(ref.uid ? { podUid: ref.uid } : {}), ...(ready === null || ready === undefined ? {} : { ready }) }];
   });
 }
