@@ -16,8 +16,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
+import fetch from 'node-fetch';
 import { definition as emitEvents } from '../functions/emit-events/definition.js';
 import { definition as modelServing } from '../functions/reconcile-modelserving/definition.js';
+import { lateEnqueuesTotal, stopChildrenCaches } from '../functions/reconcile-modelserving/children-cache.js';
 import { modelServingConfig } from '../functions/reconcile-modelserving/config.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { kubeRequest } from '../kube/raw.js';
@@ -77,6 +79,48 @@ const originalRequest = https.request;
 
 const total = (c: Record<Kind, number>, withEvents = false) =>
   Object.entries(c).reduce((n, [k, v]) => n + (k === 'event' && !withEvents ? 0 : v), 0);
+
+/** CPU seconds (user + system) this process spent since `from` (process.cpuUsage). */
+const cpuSince = (from: NodeJS.CpuUsage) => {
+  const d = process.cpuUsage(from);
+  return round((d.user + d.system) / 1e6, 2);
+};
+
+// ---------------------------------------------------------------------------------------------
+// The API server's own count of requests (`apiserver_request_total` on its /metrics): what a steady
+// resync writes is read there, so a write made by any client (not only this process's) counts.
+
+const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY']);
+/** Resources Ripple's ModelServing path writes (the control plane's own lease renewals are left out). */
+const RIPPLE_RESOURCES = new Set(['pods', 'services', 'controllerrevisions', 'podgroups', 'modelservings', 'events']);
+
+async function apiserverWrites(kc: KubeConfig): Promise<Record<string, number>> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  const init = await kc.applyToFetchOptions({});
+  const res = await who.run('bench', () => fetch(`${cluster.server}/metrics`, init));
+  if (!res.ok) throw new Error(`GET /metrics: ${res.status}`);
+  const out: Record<string, number> = {};
+  for (const line of (await res.text()).split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    const verb = labels.verb ?? '';
+    const resource = labels.resource ?? '';
+    if (!WRITE_VERBS.has(verb) || !RIPPLE_RESOURCES.has(resource)) continue;
+    const key = `${verb} ${resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+    out[key] = (out[key] ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return out;
+}
+
+function writesBetween(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) {
+    const d = v - (before[k] ?? 0);
+    if (d > 0) out[k] = d;
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -155,7 +199,19 @@ async function withNamespace<T>(kc: KubeConfig, prefix: string, fn: (ns: string)
   try {
     return await fn(ns);
   } finally {
-    await who.run('bench', () => core.deleteNamespace({ name: ns }).catch(() => undefined));
+    // Wait until the namespace is gone: its teardown (the namespace controller deleting every pod)
+    // would otherwise load the machine during the next measurement and count in its API writes.
+    await who.run('bench', async () => {
+      await core.deleteNamespace({ name: ns }).catch(() => undefined);
+      for (let waited = 0; waited < 120_000; waited += 500) {
+        try {
+          await core.readNamespace({ name: ns });
+        } catch {
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    });
   }
 }
 
@@ -225,6 +281,7 @@ async function baseline(kc: KubeConfig) {
     );
     const watch = await watchUntil(kc, `/api/v1/namespaces/${ns}/pods`, (objs) => objs.size === pods.length && [...objs.values()].every(podReady));
     counts = fresh();
+    const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     // Pods first then Services, as Ripple's plan orders them; the same number of requests in flight.
     const writes: Array<[string, unknown]> = [
@@ -234,15 +291,27 @@ async function baseline(kc: KubeConfig) {
     await bounded(writes, CLIENT_CONCURRENCY, async ([p, body]) => void (await kubeRequest(kc, p, { method: 'POST', body })));
     await watch.finished;
     const seconds = (nowMs() - t0) / 1000;
+    const cpuSeconds = cpuSince(cpu0);
     watch.stop();
-    return { seconds: round(seconds, 3), requests: { ...counts }, total: total(counts) };
+    return { seconds: round(seconds, 3), cpuSeconds, requests: { ...counts }, total: total(counts) };
   });
 }
 
 async function ripple(kc: KubeConfig, redisUrl: string) {
   return withNamespace(kc, 'bench-ms-ripple', async (ns) => {
     const log = createLogger('bench-modelserving', process.env.LOG_LEVEL ?? 'warn');
-    const functions = [modelServing(), emitEvents()];
+    const ms = modelServing();
+    // Reconciles finished, so the steady resync below knows when all of its keys ran.
+    let reconciled = 0;
+    const inner = ms.reconcile;
+    ms.reconcile = async (req, ctx) => {
+      try {
+        return await inner(req, ctx);
+      } finally {
+        reconciled++;
+      }
+    };
+    const functions = [ms, emitEvents()];
     const prefix = `bench-ms-${Date.now().toString(36)}`;
     counts = fresh();
     const host = new FunctionHost({ kc, redisUrl, prefix, functions, log, namespace: ns });
@@ -265,12 +334,14 @@ async function ripple(kc: KubeConfig, redisUrl: string) {
       (objs) => objs.size === COUNT && [...objs.values()].every(msAvailable),
     );
     counts = fresh();
+    const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     await who.run('bench', () =>
       bounded(names, CLIENT_CONCURRENCY, async (n) => void (await kubeRequest(kc, collectionPath(Resources.modelServing, ns), { method: 'POST', body: manifest(ns, n) }))),
     );
     await watch.finished;
     const seconds = (nowMs() - t0) / 1000;
+    const cpuSeconds = cpuSince(cpu0);
     const run = { ...counts };
     watch.stop();
     // Role Events are still being written after status says Available: count them until they stop.
@@ -280,7 +351,29 @@ async function ripple(kc: KubeConfig, redisUrl: string) {
       quiet = counts.event === events ? quiet + 250 : 0;
       events = counts.event;
     }
+    const cpuSecondsWithEvents = cpuSince(cpu0);
+    // A steady resync: every converged ModelServing reconciled once more, with nothing to change.
+    // Writes are read from the API server's own counters, before and after.
+    const writesBefore = await apiserverWrites(kc);
+    const resyncCounts = fresh();
+    counts = resyncCounts;
+    const cpu1 = process.cpuUsage();
+    const target = reconciled + COUNT;
+    const enqueued = await host.resync(modelServing().name, 'resync');
+    for (let waited = 0; reconciled < target && waited < 60_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    // Anything a reconcile handed to emit-events lands shortly after it.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const resync = {
+      enqueued,
+      reconciled: reconciled - (target - COUNT),
+      cpuSeconds: cpuSince(cpu1),
+      requests: { ...resyncCounts },
+      apiserverWrites: writesBetween(writesBefore, await apiserverWrites(kc)),
+    };
     await watcher.stop();
+    // The workers' cache of ModelServing children (children-cache.ts) watches until stopped.
+    const lateEnqueues = lateEnqueuesTotal();
+    await stopChildrenCaches();
     await host.close();
     // The run's queues and datastore, in case the Redis is a shared one (REDIS_URL).
     const cleanup = new Redis(redisUrl);
@@ -289,10 +382,15 @@ async function ripple(kc: KubeConfig, redisUrl: string) {
     cleanup.disconnect();
     return {
       seconds: round(seconds, 3),
+      cpuSeconds,
+      cpuSecondsWithEvents,
       startup,
       requests: run,
       total: total(run),
       eventWrites: events,
+      resync,
+      // Reconciles the children cache asked for because a child event was not read by one (its rule 2).
+      lateEnqueues,
     };
   });
 }
@@ -330,8 +428,9 @@ try {
     if (!b || !rp) throw new Error('a side did not run');
     rounds.push({ ...row, ratio: round(rp.seconds / b.seconds, 2) });
     console.log(
-      `round ${r + 1}: ripple ${rp.seconds}s (${rp.total} requests, ${round(rp.total / COUNT, 1)}/ModelServing; +${rp.eventWrites} Event writes), ` +
-        `baseline ${b.seconds}s (${b.total} requests), ratio ${round(rp.seconds / b.seconds, 2)}`,
+      `round ${r + 1}: ripple ${rp.seconds}s, ${rp.cpuSeconds} CPU s (${rp.total} requests, ${round(rp.total / COUNT, 1)}/ModelServing; +${rp.eventWrites} Event writes), ` +
+        `baseline ${b.seconds}s, ${b.cpuSeconds} CPU s (${b.total} requests), ratio ${round(rp.seconds / b.seconds, 2)}; ` +
+        `${rp.lateEnqueues} late-event enqueues; steady resync of ${rp.resync.reconciled}: API server writes ${JSON.stringify(rp.resync.apiserverWrites)}, requests ${total(rp.resync.requests, true)}`,
     );
   }
   const ripples = rounds.map((r) => r.ripple).filter((x) => x !== undefined);
@@ -343,6 +442,13 @@ try {
     clientConcurrency: CLIENT_CONCURRENCY,
     medianSeconds: { ripple: round(median(ripples.map((x) => x.seconds)), 3), baseline: round(median(baselines.map((x) => x.seconds)), 3) },
     medianRatio: round(median(rounds.map((r) => r.ratio)), 2),
+    // CPU seconds of this process from the first create to converged: Ripple's watcher, workers and
+    // emit-events for the Ripple side; the benchmark's own creates and watch for the baseline side.
+    medianCpuSeconds: { ripple: round(median(ripples.map((x) => x.cpuSeconds)), 2), baseline: round(median(baselines.map((x) => x.cpuSeconds)), 2) },
+    steadyResync: {
+      apiServerWrites: Math.max(...ripples.map((x) => Object.values(x.resync.apiserverWrites).reduce((n, v) => n + v, 0))),
+      requestsPerModelServing: round(median(ripples.map((x) => total(x.resync.requests, true))) / COUNT, 1),
+    },
     requestsPerModelServing: {
       ripple: round(median(ripples.map((x) => x.total)) / COUNT, 1),
       eventWrites: round(median(ripples.map((x) => x.eventWrites)) / COUNT, 1),
@@ -361,11 +467,15 @@ try {
       `creates the same pods and Services directly with the same client concurrency (${CLIENT_CONCURRENCY}) and waits for the pods to be Ready. ` +
       `Median of ${ROUNDS} round(s), ${result.at}, Node ${process.version}.`,
     '',
-    '| | seconds | API requests per ModelServing |',
-    '|---|---|---|',
-    `| Ripple (reconcile-modelserving) | ${summary.medianSeconds.ripple} | ${summary.requestsPerModelServing.ripple} (+ ${summary.requestsPerModelServing.eventWrites} Event writes) |`,
-    `| baseline (direct creates) | ${summary.medianSeconds.baseline} | ${summary.requestsPerModelServing.baseline} |`,
-    `| ratio | ${summary.medianRatio} | ${round(summary.requestsPerModelServing.ripple / summary.requestsPerModelServing.baseline, 2)} |`,
+    '| | seconds | CPU seconds of the process | API requests per ModelServing |',
+    '|---|---|---|---|',
+    `| Ripple (reconcile-modelserving) | ${summary.medianSeconds.ripple} | ${summary.medianCpuSeconds.ripple} | ${summary.requestsPerModelServing.ripple} (+ ${summary.requestsPerModelServing.eventWrites} Event writes) |`,
+    `| baseline (direct creates) | ${summary.medianSeconds.baseline} | ${summary.medianCpuSeconds.baseline} | ${summary.requestsPerModelServing.baseline} |`,
+    `| ratio | ${summary.medianRatio} | | ${round(summary.requestsPerModelServing.ripple / summary.requestsPerModelServing.baseline, 2)} |`,
+    '',
+    `Steady resync of the ${COUNT} converged ModelServings (each reconciled once more): ${summary.steadyResync.apiServerWrites} API writes ` +
+      `(apiserver_request_total of POST/PUT/PATCH/DELETE on pods, services, controllerrevisions, podgroups, modelservings and events, before and after; the most of any round), ` +
+      `${summary.steadyResync.requestsPerModelServing} requests per ModelServing in all.`,
     '',
     last
       ? `Last Ripple round, requests until converged by kind (all ${COUNT} ModelServings): ${Object.entries(last.requests)

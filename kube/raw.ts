@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import fetch, { Headers, type RequestInit } from 'node-fetch';
 import { ConnectivityError } from '../runtime/errors.js';
+import { pooledFetchOptions } from './connection-pool.js';
 import { currentReconcile, throwIfLeaseLost } from '../runtime/reconcile-scope.js';
 import { statusSchema } from './object.js';
 
@@ -54,7 +55,8 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   const url = new URL(cluster.server + path);
   for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-  const init: RequestInit = await kc.applyToFetchOptions({});
+  // Credentials and a keep-alive agent worked out once per kubeconfig (kube/connection-pool.ts).
+  const init: RequestInit = await pooledFetchOptions(kc);
   init.method = req.method ?? 'GET';
   // applyToFetchOptions returns a Headers object (with the Authorization header); keep it, add ours.
   const headers = new Headers(init.headers);

@@ -24,6 +24,15 @@ import { ownershipOf } from './plan/owner.js';
 import type { ModelServing } from '../../api/modelserving.js';
 import { MODELSERVING_DELETION } from './lifecycle.js';
 import { classifyRefusal, type Refusal } from './refusal.js';
+import type { ChildResource, WriteTracker } from './write-marks.js';
+
+const versionSchema = z.object({ metadata: z.object({ resourceVersion: z.string().optional() }) });
+
+/** The resourceVersion an API answer carries, if it is an object with one. */
+function versionOf(answer: unknown): string | undefined {
+  const parsed = versionSchema.safeParse(answer);
+  return parsed.success ? parsed.data.metadata.resourceVersion : undefined;
+}
 
 export interface ApplyOptions {
   kc: KubeConfig;
@@ -37,6 +46,11 @@ export interface ApplyOptions {
   lifecyclePollMs: number;
   /** The ModelServing: a create answered 409 by an object someone else controls is reported, not counted as done. */
   owner?: ModelServing;
+  /**
+   * Told of every write to a child, with the resourceVersion it was answered with (undefined when the
+   * outcome's version is not known: a 409, a 404, a lifecycle step), for write-marks.ts.
+   */
+  written?: WriteTracker;
 }
 
 export interface ApplyResult {
@@ -111,12 +125,14 @@ export function stages(actions: readonly Action[]): Action[][] {
  * ModelServing of the same name (the planner deletes that child, and the create comes again); one from
  * someone else's object means the child does not exist and will not, until that object goes.
  */
-async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body: unknown, owner?: ModelServing): Promise<boolean> {
+async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body: unknown, owner?: ModelServing, written?: (rv: string | undefined) => void): Promise<boolean> {
   try {
-    await kubeRequest(kc, collectionPath(ref, namespace), { method: 'POST', body });
+    written?.(versionOf(await kubeRequest(kc, collectionPath(ref, namespace), { method: 'POST', body })));
     return true;
   } catch (err) {
     if (!isStatus(err, 409)) throw err;
+    // The name exists: what the cache holds of it is not known from here.
+    written?.(undefined);
     const name = z.object({ metadata: z.object({ name: z.string() }) }).safeParse(body);
     if (!owner || !name.success) return true;
     let existing: unknown;
@@ -131,13 +147,17 @@ async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body:
   }
 }
 
-async function remove(kc: KubeConfig, ref: ResourceRef, namespace: string, name: string, uid: string): Promise<void> {
+async function remove(kc: KubeConfig, ref: ResourceRef, namespace: string, name: string, uid: string, written?: (rv: string | undefined) => void): Promise<void> {
   try {
     const body = { apiVersion: 'v1', kind: 'DeleteOptions', ...(uid ? { preconditions: { uid } } : {}), propagationPolicy: 'Background' };
-    await kubeRequest(kc, objectPath(ref, namespace, name), { method: 'DELETE', body });
+    // The answer is the object as deleted (or marked for deletion), with the version its event carries.
+    written?.(versionOf(await kubeRequest(kc, objectPath(ref, namespace, name), { method: 'DELETE', body })));
   } catch (err) {
     // 404: already gone. 409: the UID precondition failed, so the name belongs to a replacement.
-    if (isStatus(err, 404) || isStatus(err, 409)) return;
+    if (isStatus(err, 404) || isStatus(err, 409)) {
+      written?.(undefined);
+      return;
+    }
     throw err;
   }
 }
@@ -150,10 +170,11 @@ interface StepResult {
 
 async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
   const { kc, namespace } = opts;
+  const to = (kind: ChildResource) => (opts.written ? (rv: string | undefined) => opts.written?.note(kind, rv) : undefined);
   try {
     switch (a.kind) {
       case 'createControllerRevision':
-        await create(kc, Resources.controllerRevision, namespace, a.object);
+        await create(kc, Resources.controllerRevision, namespace, a.object, undefined, to('controllerrevisions'));
         return {};
       case 'createPodGroup':
         await create(kc, Resources.podGroup, namespace, a.podGroup);
@@ -167,14 +188,16 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         });
         return {};
       case 'createPod':
-        return (await create(kc, Resources.pod, namespace, a.pod, opts.owner)) ? {} : { taken: true };
+        return (await create(kc, Resources.pod, namespace, a.pod, opts.owner, to('pods'))) ? {} : { taken: true };
       case 'createService':
-        return (await create(kc, Resources.service, namespace, a.service, opts.owner)) ? {} : { taken: true };
+        return (await create(kc, Resources.service, namespace, a.service, opts.owner, to('services'))) ? {} : { taken: true };
       case 'deletePod': {
         if (!opts.lifecycle) {
-          await remove(kc, Resources.pod, namespace, a.name, a.uid);
+          await remove(kc, Resources.pod, namespace, a.name, a.uid, to('pods'));
           return {};
         }
+        // PodOpsLifecycle labels and deletes the pod in steps of its own: list next time.
+        opts.written?.noteUnknown();
         const r = await deleteThroughLifecycle(
           { kc, now: opts.now },
           { namespace, name: a.name, ...(a.uid ? { uid: a.uid } : {}) },
@@ -183,13 +206,13 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         return r.state === 'waiting' ? { waitMs: r.requeueAfterMs } : {};
       }
       case 'deleteService':
-        await remove(kc, Resources.service, namespace, a.name, a.uid);
+        await remove(kc, Resources.service, namespace, a.name, a.uid, to('services'));
         return {};
       case 'deletePodGroup':
         await remove(kc, Resources.podGroup, namespace, a.name, a.uid);
         return {};
       case 'deleteControllerRevision':
-        await remove(kc, Resources.controllerRevision, namespace, a.name, a.uid);
+        await remove(kc, Resources.controllerRevision, namespace, a.name, a.uid, to('controllerrevisions'));
         return {};
     }
   } catch (err) {

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+export const RECONCILE_MODELSERVING = 'reconcile-modelserving';
+
 /** reconcile-modelserving's settings, from the environment (zod at the boundary). */
 export const modelServingConfigSchema = z.object({
   /** Resync tick: every ModelServing is reconciled at least this often. */
@@ -16,9 +18,22 @@ export const modelServingConfigSchema = z.object({
   MODELSERVING_UNSCHEDULED_AFTER_SECONDS: z.coerce.number().int().positive().default(60),
   /** While pod deletions wait on PodOpsLifecycle, look again this often. */
   MODELSERVING_LIFECYCLE_POLL_MS: z.coerce.number().int().positive().default(2_000),
+  /**
+   * Plan from a worker-local cache of the children (children-cache.ts) instead of listing them every
+   * reconcile; "false" lists every time. Without Volcano only (PodGroups are always listed).
+   */
+  MODELSERVING_CHILDREN_CACHE: z.enum(['true', 'false'], { error: 'MODELSERVING_CHILDREN_CACHE must be "true" or "false"' }).default('true'),
 });
 export type ModelServingConfig = z.infer<typeof modelServingConfigSchema>;
 
+const parsed = new WeakMap<Readonly<Record<string, string | undefined>>, ModelServingConfig>();
+
+/**
+ * The settings from `env`, parsed once per environment object: every reconcile asks, and the
+ * environment a process runs with does not change under it.
+ */
 export function modelServingConfig(env: Readonly<Record<string, string | undefined>>): ModelServingConfig {
-  return modelServingConfigSchema.parse(env);
+  let config = parsed.get(env);
+  if (!config) parsed.set(env, (config = modelServingConfigSchema.parse(env)));
+  return config;
 }

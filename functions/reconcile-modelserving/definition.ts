@@ -4,12 +4,12 @@ import type { FunctionDefinition } from '../../runtime/function.js';
 import { mapToControllerOwner, mapToSelf } from '../../watcher/mappers.js';
 import { onlyEvents } from '../../watcher/predicates.js';
 import { keepFields, ONLY_METADATA } from '../../watcher/projection.js';
-import { modelServingConfig } from './config.js';
+import { modelServingConfig, RECONCILE_MODELSERVING } from './config.js';
 import { reconcile } from './handler.js';
 import { sweepRoleStatus } from './sweep.js';
 import { CHILDREN_SELECTOR, modelServingChanged, podFactsChanged, serviceChanged } from './triggers.js';
 
-export const RECONCILE_MODELSERVING = 'reconcile-modelserving';
+export { RECONCILE_MODELSERVING };
 
 const toOwner = mapToControllerOwner({ group: MODEL_SERVING_GROUP, kind: MODEL_SERVING_KIND });
 

@@ -12,10 +12,13 @@ import type { Handler, HandlerContext, ReconcileResult } from '../../runtime/fun
 import { writeStatus, type StatusOwner } from '../../status/write.js';
 import { applyActions, RefusedChildError, RejectedChildError } from './apply.js';
 import { REFUSAL_RECHECK_MS } from './refusal.js';
-import { modelServingConfig } from './config.js';
+import { modelServingConfig, RECONCILE_MODELSERVING, type ModelServingConfig } from './config.js';
+import { childrenCacheFor } from './children-cache.js';
+import { nextMarks, writeMarksStore, WriteTracker, type WriteMarks } from './write-marks.js';
 import { enrolled, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
 import { isNamespaceTerminating, terminatingMemory } from './namespace-terminating.js';
-import { clusterCapabilities, listChildren, readModelServing } from './observe.js';
+import { clusterCapabilities, listChildren, readModelServing, type Children } from './observe.js';
+import type { ClusterCapabilities } from './plan/gang.js';
 import type { Action, Blocked } from './plan/actions.js';
 import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
 import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.js';
@@ -102,9 +105,37 @@ async function announce(ctx: HandlerContext, ms: ModelServing, transitions: read
   }
 }
 
+/**
+ * The children to plan from: the worker-local cache when it has seen our last writes to them
+ * (children-cache.ts, write-marks.ts), else three LISTs. `listed` says which.
+ */
+async function readChildren(
+  ctx: HandlerContext,
+  config: ModelServingConfig,
+  cluster: ClusterCapabilities,
+  namespace: string,
+  name: string,
+  marks: WriteMarks,
+): Promise<{ children: Children; listed: boolean }> {
+  // PodGroups are not cached: with Volcano installed every reconcile lists.
+  if (config.MODELSERVING_CHILDREN_CACHE === 'true' && !cluster.volcanoPodGroups) {
+    const cache = childrenCacheFor(ctx.kc, namespace, ctx.log);
+    // A cache still listing for the first time is not waited for; one behind our last write is, briefly.
+    if (cache.ready() && (await cache.waitFor(marks))) {
+      return { children: cache.read(name, (key) => ctx.enqueue(RECONCILE_MODELSERVING, key)), listed: false };
+    }
+  }
+  return { children: await listChildren(ctx.kc, namespace, name, cluster.volcanoPodGroups), listed: true };
+}
+
 function earliest(...values: Array<number | undefined>): number | undefined {
   const defined = values.filter((v): v is number => v !== undefined && Number.isFinite(v));
   return defined.length ? Math.max(0, Math.min(...defined)) : undefined;
+}
+
+async function saveMarks(marksStore: ReturnType<typeof writeMarksStore>, previous: WriteMarks, listed: boolean, written: WriteTracker): Promise<void> {
+  const next = nextMarks(previous, listed, written);
+  if (next) await marksStore.save(next);
 }
 
 export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | void> => {
@@ -113,22 +144,25 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   if (!namespace) throw new TerminalError(`ModelServing key ${req.key} has no namespace`);
   const store = roleStore(ctx.redis, ctx.prefix, namespace, req.name);
   const dying = terminatingMemory(ctx.redis, ctx.prefix, namespace, req.name);
+  const marksStore = writeMarksStore(ctx.redis, ctx.prefix, namespace, req.name);
 
-  // Everything is read at once: the children are found by the ModelServing's name (the key), so
-  // they need not wait for it. Each read is fresh; any skew between them is what the next reconcile
+  // Everything is read at once. Each read is fresh; any skew between them is what the next reconcile
   // (brought by the newer objects' own events) sees.
-  const [raw, cluster, loaded, refusedUid] = await Promise.all([
+  const [raw, cluster, loaded, refusedUid, marks] = await Promise.all([
     readModelServing(ctx.kc, namespace, req.name),
     clusterCapabilities(ctx.kc, ctx.redis, ctx.prefix),
     store.loadRaw(),
     dying.read(),
+    marksStore.read(),
   ]);
-  const childrenRead = raw === undefined ? undefined : listChildren(ctx.kc, namespace, req.name, cluster.volcanoPodGroups);
+  // The children are found by the ModelServing's name (the key), so they need not wait for it.
+  const childrenRead = raw === undefined ? undefined : readChildren(ctx, config, cluster, namespace, req.name, marks);
   // A rejection of the lists must not go unobserved while the ModelServing is judged.
   void childrenRead?.catch(() => undefined);
   if (raw === undefined) {
-    // Gone: its children go with their owner references; only the datastore entry is ours to drop.
-    await Promise.all([store.remove(), refusedUid === null ? undefined : dying.forget()]);
+    // Gone: its children go with their owner references; only the datastore entries are ours to drop.
+    if (config.MODELSERVING_CHILDREN_CACHE === 'true') childrenCacheFor(ctx.kc, namespace, ctx.log).forget(req.name);
+    await Promise.all([store.remove(), marksStore.remove(), refusedUid === null ? undefined : dying.forget()]);
     return;
   }
   const obj = kubeObjectSchema.parse(raw);
@@ -149,7 +183,7 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     await announce(ctx, ms, stored.outbox);
     await store.clearOutbox(stored.seq);
   }
-  const children = await (childrenRead ?? listChildren(ctx.kc, namespace, req.name, cluster.volcanoPodGroups));
+  const { children, listed } = await (childrenRead ?? readChildren(ctx, config, cluster, namespace, req.name, marks));
   const now = ctx.now();
   const masked = maskLifecycleDeletions(children.pods, now);
 
@@ -176,8 +210,10 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     ...plan.actions.map((a): Action => (a.kind === 'createPod' ? { ...a, pod: enrolled(a.pod, optedIn) } : a)),
   ];
   let applied;
+  const childWrites = new WriteTracker();
   try {
     applied = await applyActions(actions, {
+      written: childWrites,
       kc: ctx.kc,
       namespace,
       log: ctx.log,
@@ -188,6 +224,8 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
       owner: ms,
     });
   } catch (err) {
+    // What went through before the failure is what the next reconcile's cache must have seen.
+    await saveMarks(marksStore, marks, listed, childWrites);
     if (err instanceof RejectedChildError) return rejectSpec(ctx, obj, [rejectionProblem(ms, err)]);
     if (err instanceof RefusedChildError) {
       // A quota, PodSecurity, a webhook or RBAC: status says which and what the API server said; the
@@ -214,6 +252,7 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     }
     throw err;
   }
+  await saveMarks(marksStore, marks, listed, childWrites);
   if (actions.length > 0) {
     const counts: Record<string, number> = {};
     for (const a of actions) counts[a.kind] = (counts[a.kind] ?? 0) + 1;

@@ -1,10 +1,10 @@
 /**
  * Reads what a reconcile plans from, fresh from the API server: the ModelServing, its pods, Services,
  * ControllerRevisions and PodGroups (by the `modelserving.volcano.sh/name` label, in its namespace),
- * and whether Volcano is installed. Typed clients for built-in kinds (their deserializer is the
- * boundary), zod for the custom resources.
+ * and whether Volcano is installed. Plain JSON through kube/raw.ts, checked with zod at this boundary
+ * (lightly for the built-in kinds, see `itemsSchema`).
  */
-import { AppsV1Api, CoreV1Api, type V1ControllerRevision, type V1Pod, type V1Service } from '@kubernetes/client-node';
+import type { V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { RedisClient } from '../../queue/connection.js';
 import { z } from 'zod';
@@ -53,24 +53,31 @@ const podGroupSchema = z.object({
 });
 const podGroupListSchema = z.object({ items: z.array(podGroupSchema) });
 
+/**
+ * A list answer's items, checked only for what makes them objects: the planner reads the fields it
+ * needs defensively (`podFacts`, `indexRevisions`). Parsing every field of every child with zod (or
+ * client-node's typed deserializer, which also builds a Date per timestamp) each reconcile was a
+ * measurable share of a converge's CPU (bench/README.md, "ModelServing converge"); timestamps stay
+ * strings, which `toMillis` reads.
+ */
+const itemsSchema = z.object({ items: z.array(z.looseObject({ metadata: z.looseObject({ name: z.string() }) })) });
+
+async function listOf<T>(kc: KubeConfig, path: string, labelSelector: string): Promise<T[]> {
+  // Plain JSON through kube/raw.ts: its pooled keep-alive connections, no per-request TLS handshake.
+  return itemsSchema.parse(await kubeRequest(kc, path, { query: { labelSelector } })).items as T[];
+}
+
 export async function listChildren(kc: KubeConfig, namespace: string, msName: string, volcano: boolean): Promise<Children> {
-  const core = kc.makeApiClient(CoreV1Api);
-  const apps = kc.makeApiClient(AppsV1Api);
   const labelSelector = `${LABEL_NAME}=${msName}`;
-  const [pods, services, revisions, podGroups] = await Promise.all([
-    core.listNamespacedPod({ namespace, labelSelector }),
-    core.listNamespacedService({ namespace, labelSelector }),
-    apps.listNamespacedControllerRevision({ namespace, labelSelector }),
+  const [pods, services, controllerRevisions, podGroups] = await Promise.all([
+    listOf<V1Pod>(kc, collectionPath(Resources.pod, namespace), labelSelector),
+    listOf<V1Service>(kc, collectionPath(Resources.service, namespace), labelSelector),
+    listOf<V1ControllerRevision>(kc, collectionPath(Resources.controllerRevision, namespace), labelSelector),
     volcano
       ? kubeRequest(kc, collectionPath(Resources.podGroup, namespace), { query: { labelSelector } }).then((raw) => podGroupListSchema.parse(raw).items)
       : Promise.resolve(undefined),
   ]);
-  return {
-    pods: pods.items,
-    services: services.items,
-    controllerRevisions: revisions.items,
-    ...(podGroups ? { podGroups } : {}),
-  };
+  return { pods, services, controllerRevisions, ...(podGroups ? { podGroups } : {}) };
 }
 
 const discoverySchema = z.object({ resources: z.array(z.object({ name: z.string() }).passthrough()) });

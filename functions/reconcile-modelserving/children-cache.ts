@@ -1,0 +1,271 @@
+/**
+ * A worker-local cache of ModelServing children (pods, Services, ControllerRevisions), so a reconcile
+ * plans from memory instead of three LISTs. One list-watch per resource and namespace, with the label
+ * every child carries (as the watcher's triggers), started on first use and stopped when no reconcile
+ * has used it for IDLE_MS.
+ *
+ * The cache is an optimisation, never a source of truth the function depends on: it holds nothing
+ * that is not in the cluster, and every reconcile that cannot prove it fresh enough lists instead.
+ * Two rules keep it correct (docs/modelserving.md, "Performance"):
+ *
+ * 1. **Never older than our own last write** (controller-runtime's expectations, by resourceVersion):
+ *    a reconcile records, per resource, the resourceVersion its creates and deletes were answered
+ *    with (write-marks.ts, in Redis, so it holds across worker processes); the next reconcile uses a
+ *    resource's cache only once that watch has seen that version — the watch delivers exactly that
+ *    object's event, since everything we write carries the label it selects. A write whose version
+ *    is not known (a 409, a 404, a lifecycle deletion) makes the next reconcile list.
+ * 2. **Never miss the event that triggered a reconcile**: the watcher's stream and this cache's are
+ *    two streams; if this one lags, a reconcile woken by an event could plan without it and nothing
+ *    would wake it again. So a child event that passes the function's own trigger predicates and is
+ *    not followed, within LAG_CHECK_MS, by a cache read of its ModelServing in this process
+ *    enqueues that ModelServing — only for ModelServings this process reconciled, and only once per
+ *    burst; in the common case the watcher's own reconcile reads after the event and nothing is sent.
+ */
+import type { KubeConfig, V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { KubeObject } from '../../kube/object.js';
+import { Resources, type ResourceRef } from '../../kube/resources.js';
+import type { Logger } from '../../runtime/log.js';
+import type { WatchEvent } from '../../watcher/events.js';
+import { ListWatch } from '../../watcher/list-watch.js';
+import { onlyEvents, passes, type Predicate } from '../../watcher/predicates.js';
+import { keepFields, type Projection } from '../../watcher/projection.js';
+import type { Children } from './observe.js';
+import { LABEL_NAME } from './plan/names.js';
+import { CHILDREN_SELECTOR, podFactsChanged, serviceChanged } from './triggers.js';
+import { CHILD_RESOURCES, isNewer, type ChildResource, type WriteMarks } from './write-marks.js';
+
+/** A cache no reconcile used for this long stops its watches. */
+export const IDLE_MS = 5 * 60_000;
+/** How long after a child event a cache read of its ModelServing is expected (rule 2). */
+export const LAG_CHECK_MS = 1_000;
+/** How long a reconcile waits for the cache to reach its last write before it lists instead. */
+export const CATCH_UP_MS = 2_000;
+
+interface Watched {
+  resource: ResourceRef;
+  /** What the planner and the status read of each child. */
+  projection: Projection | undefined;
+  /** The function's own trigger predicate for this resource (definition.ts). */
+  predicate: Predicate | undefined;
+}
+
+const WATCHED: Record<ChildResource, Watched> = {
+  pods: {
+    resource: Resources.pod,
+    // plan/observed.ts podFacts (nodeName, schedulerName, GROUP_SIZE in the containers' env) and the
+    // status conditions and container states unified-status.ts classifies.
+    projection: keepFields('spec.nodeName', 'spec.schedulerName', 'spec.containers', 'status'),
+    predicate: podFactsChanged,
+  },
+  services: { resource: Resources.service, projection: undefined, predicate: serviceChanged },
+  // The planner reads a revision's data (the templates of older revisions).
+  controllerrevisions: { resource: Resources.controllerRevision, projection: undefined, predicate: onlyEvents('delete') },
+};
+
+type Versions = Partial<Record<ChildResource, string>>;
+
+export class ChildrenCache {
+  private readonly watches = new Map<ChildResource, ListWatch>();
+  /** Per ModelServing, the version each watch had reached when a reconcile last read it. */
+  private readonly lastRead = new Map<string, Versions>();
+  /** Per ModelServing, the newest version of a relevant child event per resource since its last check, and when the last arrived. */
+  private readonly pending = new Map<string, { versions: Versions; lastAt: number }>();
+  /** How often rule 2 brought a ModelServing back (for the benchmark and tests). */
+  lateEnqueues = 0;
+  private readonly checks = new Map<string, NodeJS.Timeout>();
+  private enqueue: ((key: string) => Promise<void>) | undefined;
+  private lastUsed = Date.now();
+  private readonly idle: NodeJS.Timeout;
+  private stopped = false;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly namespace: string,
+    private readonly log: Logger,
+    private readonly onStop: () => void,
+  ) {
+    for (const kind of CHILD_RESOURCES) {
+      const w = WATCHED[kind];
+      this.watches.set(
+        kind,
+        new ListWatch({
+          kc,
+          resource: w.resource,
+          namespace,
+          labelSelector: CHILDREN_SELECTOR,
+          log,
+          ...(w.projection ? { projection: w.projection } : {}),
+          onEvent: async (e) => this.onEvent(kind, w, e),
+        }),
+      );
+    }
+    this.idle = setInterval(() => {
+      if (Date.now() - this.lastUsed >= IDLE_MS) void this.stop();
+    }, IDLE_MS / 5);
+    this.idle.unref();
+  }
+
+  /** Every watch listed and streaming. */
+  ready(): boolean {
+    return [...this.watches.values()].every((w) => {
+      const h = w.health();
+      return h.synced && h.up;
+    });
+  }
+
+  /** Whether each resource's watch has seen at least the version of our last write to it. */
+  caughtUp(marks: WriteMarks): boolean {
+    if (marks.unknown || this.stopped || !this.ready()) return false;
+    return CHILD_RESOURCES.every((kind) => {
+      const written = marks.versions[kind];
+      if (written === undefined) return true;
+      const seen = this.watches.get(kind)?.health().resourceVersion;
+      return seen !== undefined && !isNewer(written, seen);
+    });
+  }
+
+  /** Waits up to `timeoutMs` for `caughtUp(marks)`; false if it did not happen. */
+  async waitFor(marks: WriteMarks, timeoutMs = CATCH_UP_MS): Promise<boolean> {
+    this.lastUsed = Date.now();
+    const deadline = Date.now() + timeoutMs;
+    while (!this.caughtUp(marks)) {
+      if (marks.unknown || this.stopped || Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return true;
+  }
+
+  /**
+   * The children of ModelServing `name`, as the cache holds them now. `enqueue` is how rule 2 brings
+   * the ModelServing back if a child event turns up after this read without a read following it.
+   */
+  read(name: string, enqueue: (key: string) => Promise<void>): Children {
+    this.lastUsed = Date.now();
+    this.enqueue = enqueue;
+    const seen: Versions = {};
+    for (const [kind, watch] of this.watches) {
+      const v = watch.health().resourceVersion;
+      if (v !== undefined) seen[kind] = v;
+    }
+    this.lastRead.set(name, seen);
+    const of = <T>(kind: ChildResource): T[] =>
+      (this.watches.get(kind)?.store.list(this.namespace) ?? []).filter((o) => o.metadata.labels?.[LABEL_NAME] === name) as T[];
+    return {
+      pods: of<V1Pod>('pods'),
+      services: of<V1Service>('services'),
+      controllerRevisions: of<V1ControllerRevision>('controllerrevisions'),
+    };
+  }
+
+  /** The ModelServing is gone: nothing to bring back for it. */
+  forget(name: string): void {
+    this.lastRead.delete(name);
+    this.pending.delete(name);
+    clearTimeout(this.checks.get(name));
+    this.checks.delete(name);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.idle);
+    for (const t of this.checks.values()) clearTimeout(t);
+    this.checks.clear();
+    this.onStop();
+    await Promise.all([...this.watches.values()].map((w) => w.stop()));
+  }
+
+  private onEvent(kind: ChildResource, w: Watched, e: WatchEvent): void {
+    const object: KubeObject = e.object;
+    const name = object.metadata.labels?.[LABEL_NAME];
+    // Rule 2 concerns ModelServings this process plans from the cache, and events that wake them.
+    if (!name || !this.lastRead.has(name) || !passes(w.predicate, e)) return;
+    // Events are handed over after the store took them in, so a read can have seen an event before
+    // it arrives here: what decides is the version, not the order. A delete a relist inferred carries
+    // the object's old version; the list's is when the store learnt of it.
+    const watched = this.watches.get(kind)?.health().resourceVersion;
+    const version = (e.type === 'delete' && e.synthetic ? watched : object.metadata.resourceVersion) ?? watched;
+    if (version === undefined) return;
+    const pending = this.pending.get(name) ?? { versions: {}, lastAt: 0 };
+    const before = pending.versions[kind];
+    if (before === undefined || isNewer(version, before)) pending.versions[kind] = version;
+    pending.lastAt = Date.now();
+    this.pending.set(name, pending);
+    if (!this.checks.has(name)) this.scheduleCheck(name, LAG_CHECK_MS);
+  }
+
+  private scheduleCheck(name: string, afterMs: number): void {
+    const timer = setTimeout(() => {
+      this.checks.delete(name);
+      const read = this.lastRead.get(name);
+      const events = this.pending.get(name);
+      if (read === undefined || events === undefined || !this.enqueue) {
+        this.pending.delete(name);
+        return;
+      }
+      const unseen = CHILD_RESOURCES.some((k) => {
+        const v = events.versions[k];
+        const r = read[k];
+        return v !== undefined && (r === undefined || isNewer(v, r));
+      });
+      if (!unseen) {
+        this.pending.delete(name);
+        return;
+      }
+      // The newest event is recent: give the reconcile the watcher woke for it its time first.
+      const waited = Date.now() - events.lastAt;
+      if (waited < LAG_CHECK_MS) {
+        this.scheduleCheck(name, LAG_CHECK_MS - waited);
+        return;
+      }
+      this.pending.delete(name);
+      this.lateEnqueues++;
+      // No reconcile read this ModelServing since the event: the one the watcher woke may have planned
+      // without it. Bring it back.
+      this.log.debug({ modelServing: `${this.namespace}/${name}` }, 'child event not yet seen by a reconcile; enqueueing');
+      // Failing here is the host shutting down (its Redis closed) or Redis being away: the watcher's own
+      // enqueue of the same event, or the resync tick, brings the ModelServing back then.
+      this.enqueue(`${this.namespace}/${name}`).catch((err: unknown) => this.log.info({ err: String(err) }, 'enqueue after a late child event failed'));
+    }, afterMs);
+    timer.unref();
+    this.checks.set(name, timer);
+  }
+}
+
+const caches = new WeakMap<KubeConfig, Map<string, ChildrenCache>>();
+/** Every running cache, for stopChildrenCaches. */
+const running = new Set<ChildrenCache>();
+
+/**
+ * The cache of `namespace`'s ModelServing children for this KubeConfig, started on first use. A
+ * process-wide registry: like a connection pool, it holds nothing a reconcile depends on.
+ */
+export function childrenCacheFor(kc: KubeConfig, namespace: string, log: Logger): ChildrenCache {
+  let byNamespace = caches.get(kc);
+  if (!byNamespace) caches.set(kc, (byNamespace = new Map()));
+  let cache = byNamespace.get(namespace);
+  if (!cache) {
+    const registry = byNamespace;
+    const created: ChildrenCache = new ChildrenCache(kc, namespace, log.child({ cache: 'modelserving-children', namespace }), () => {
+      registry.delete(namespace);
+      running.delete(created);
+    });
+    cache = created;
+    byNamespace.set(namespace, cache);
+    running.add(cache);
+  }
+  return cache;
+}
+
+/**
+ * Stops every cache of this process now (their watches keep the event loop alive until IDLE_MS has
+ * passed otherwise): for a process that ends on its own rather than by exiting, like a benchmark.
+ */
+/** How often rule 2 enqueued a ModelServing, over the running caches of this process (the benchmark reports it). */
+export function lateEnqueuesTotal(): number {
+  return [...running].reduce((n, c) => n + c.lateEnqueues, 0);
+}
+
+export async function stopChildrenCaches(): Promise<void> {
+  await Promise.all([...running].map((c) => c.stop()));
+}

@@ -1,0 +1,72 @@
+/**
+ * Connections to the API server that are kept and reused. client-node's `applyToFetchOptions` builds a
+ * new `https.Agent` (without keep-alive) on every call, so every request kube/raw.ts sent opened a TCP
+ * connection, did a full TLS handshake and parsed the kubeconfig's certificates again — measured in
+ * bench/modelserving-converge.ts, TLS set-up was the largest single cost of a reconcile on both sides
+ * of the connection (bench/README.md, "ModelServing converge").
+ *
+ * Here the options are worked out once per KubeConfig and reused for REFRESH_MS, with one keep-alive
+ * agent carrying the same TLS material. After REFRESH_MS they are worked out again (credentials from a
+ * file or an exec plugin may have rotated; client-go re-reads a token file about as often); the agent
+ * is kept while the TLS material is unchanged, and replaced when it changed.
+ */
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { RequestInit } from 'node-fetch';
+
+/** How long worked-out credentials are reused before they are read again. */
+export const REFRESH_MS = 30_000;
+/**
+ * Idle pooled connections are closed after this long, well before the API server's own idle timeout
+ * (90 s), so a request never goes out on a connection the server is closing.
+ */
+const IDLE_SOCKET_MS = 30_000;
+
+interface Pooled {
+  at: number;
+  init: RequestInit;
+  /** The TLS material the keep-alive agent was built with, to see whether a refresh changed it. */
+  tls: readonly unknown[];
+  agent: https.Agent | undefined;
+}
+
+const pools = new WeakMap<KubeConfig, Pooled>();
+
+const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
+
+function tlsOf(agent: https.Agent): unknown[] {
+  const o = agent.options as Record<string, unknown>;
+  return TLS_KEYS.map((k) => o[k]);
+}
+
+function same(a: readonly unknown[], b: readonly unknown[]): boolean {
+  return a.length === b.length && a.every((v, i) => (Buffer.isBuffer(v) && Buffer.isBuffer(b[i]) ? v.equals(b[i]) : v === b[i]));
+}
+
+/**
+ * The fetch options (headers with credentials, agent) for a request with `kc`. Callers get a fresh
+ * object each time and may change its method, headers and body; the agent is shared.
+ */
+export async function pooledFetchOptions(kc: KubeConfig, now = Date.now()): Promise<RequestInit> {
+  let pooled = pools.get(kc);
+  if (!pooled || now - pooled.at >= REFRESH_MS) {
+    const init: RequestInit = await kc.applyToFetchOptions({});
+    // Only a plain HTTPS agent is pooled; a proxy's agent is used as client-node built it.
+    const built = init.agent;
+    let agent: https.Agent | undefined;
+    let tls: unknown[] = [];
+    if (built instanceof https.Agent) {
+      tls = tlsOf(built);
+      agent = pooled?.agent && same(pooled.tls, tls) ? pooled.agent : new https.Agent({ ...built.options, keepAlive: true, timeout: IDLE_SOCKET_MS });
+      // A replaced agent's idle connections are closed; requests in flight on it finish first.
+      if (pooled?.agent && pooled.agent !== agent) {
+        const old = pooled.agent;
+        setTimeout(() => old.destroy(), IDLE_SOCKET_MS).unref();
+      }
+      init.agent = agent;
+    }
+    pooled = { at: now, init, tls, agent };
+    pools.set(kc, pooled);
+  }
+  return { ...pooled.init };
+}
