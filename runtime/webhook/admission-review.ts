@@ -16,6 +16,8 @@ export const admissionReviewSchema = z.object({
       object: z.record(z.string(), z.unknown()).nullish(),
       oldObject: z.record(z.string(), z.unknown()).nullish(),
       dryRun: z.boolean().optional(),
+      /** Who is writing: a kubelet is `system:node:<node>` in group `system:nodes`. */
+      userInfo: z.object({ username: z.string().optional(), groups: z.array(z.string()).nullish() }).passthrough().optional(),
     })
     .passthrough(),
 });

@@ -93,6 +93,18 @@ describe('transitionsPatch (kuperator transitions in the same write)', () => {
       expect(transitionsPatch(update(held, old, 'status'), 'ready', nanosFromDate(NOW))).toEqual([]);
     });
 
+    it("a kubelet's pods/status write is never changed: NodeRestriction refuses a node's status write whose labels differ from the stored Pod", () => {
+      const old = withStatus(pod(preparing, GATED), gateFalse);
+      const kubelet = (userInfo: { username?: string; groups?: string[] }) => ({ ...update(withStatus(pod(preparing, GATED), notReady), old, 'status'), userInfo });
+      expect(transitionsPatch(kubelet({ username: 'system:node:kwok-node-0', groups: ['system:nodes', 'system:authenticated'] }), 'ready', nanosFromDate(NOW))).toEqual([]);
+      expect(transitionsPatch(kubelet({ username: 'someone', groups: ['system:nodes'] }), 'ready', nanosFromDate(NOW))).toEqual([]);
+      expect(transitionsPatch(kubelet({ username: 'system:node:n1' }), 'gate', nanosFromDate(NOW))).toEqual([]);
+      // Anyone else's status write (the reconciler's) still carries operate.
+      expect(labelsAfter(transitionsPatch(kubelet({ username: 'system:serviceaccount:ripple:reconciler', groups: ['system:serviceaccounts'] }), 'ready', nanosFromDate(NOW)))?.[k('operate')]).toBe(STAMP);
+      // A node's update of the Pod itself (not status) is not what NodeRestriction checks this way.
+      expect(labelsAfter(transitionsPatch({ ...update(pod(begun), pod(controlled)), userInfo: { username: 'system:node:n1', groups: ['system:nodes'] } }, 'ready', nanosFromDate(NOW)))?.[k('preCheck')]).toBe(STAMP);
+    });
+
     it('endpointslices mode: never from a write, for a Pod with the gate (the reconciler lists the slices)', () => {
       const old = withStatus(pod(preparing, GATED), gateFalse);
       expect(transitionsPatch(update(withStatus(pod(preparing, GATED), notReady), old, 'status'), 'endpointslices', nanosFromDate(NOW))).toEqual([]);

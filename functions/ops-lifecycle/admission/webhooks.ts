@@ -35,6 +35,17 @@ export interface WriteReview {
   subResource?: string;
   object?: unknown;
   oldObject?: unknown;
+  userInfo?: AdmissionRequest['userInfo'];
+}
+
+/**
+ * A kubelet (`system:node:<node>`, group `system:nodes`). The NodeRestriction admission plugin, which runs after
+ * the mutating webhooks, refuses a node's pods/status write whose labels differ from the stored Pod's ("node …
+ * cannot update labels through pod status"): a label added to it would have that write refused forever.
+ */
+export function isNodeWriter(userInfo: WriteReview['userInfo']): boolean {
+  if (!userInfo) return false;
+  return (userInfo.username ?? '').startsWith('system:node:') || (userInfo.groups ?? []).includes('system:nodes');
 }
 
 /**
@@ -43,6 +54,8 @@ export interface WriteReview {
  * pods/status it keeps the stored spec; labels, annotations and finalizers are the write's in both.
  */
 export function transitionsPatch(req: WriteReview, trafficOffMode: TrafficOffMode, now: UnixNanos): JsonPatchOp[] {
+  // The kubelet's status writes pass unchanged; the reconciler, watching them, makes the transition one event later.
+  if (req.subResource === 'status' && isNodeWriter(req.userInfo)) return [];
   const parsed = admittedPodSchema.safeParse(req.object);
   if (!parsed.success) return [];
   const pod = parsed.data;

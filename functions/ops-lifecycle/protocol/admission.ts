@@ -170,8 +170,10 @@ export interface WriteAdmissionInput {
  * Can operate be granted from what one write shows? The admission sees the Pod and nothing else, so in
  * `endpointslices` mode only a Pod without the gate (judged by the gate alone, as the reconciler does) can be;
  * every other Pod waits for the reconciler, which lists the EndpointSlices. In `ready` mode the Pod's own Ready
- * decides, which is how the kubelet's status write that turns Ready False can carry operate; in `gate` mode the
- * write that sets service-ready False can (kuperator's behaviour).
+ * decides: a write that stores Ready not True can carry operate, but not the kubelet's own status write (NodeRestriction
+ * refuses a node's status write that changes labels, so the webhook leaves it alone): operate comes in the next write
+ * of someone else, the reconciler's at the latest. In `gate` mode the write that sets service-ready False can
+ * (kuperator's behaviour).
  */
 export function admissionReadyToOperate(pod: WriteAdmissionInput['pod'], mode: TrafficOffMode): boolean {
   if (!readyToOperate(pod)) return false;
