@@ -115,7 +115,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
   const deployments = new Map<string, V1Deployment>();
   for (const [ns, items] of listed.items) for (const d of items) deployments.set(`${ns}/${d.metadata?.name ?? ''}`, d);
   const unreadable = new Map<string, string>(listed.failed);
-  const previous = await readAllDecisions(ctx.redis, ctx.prefix);
+  const { decisions: previous, keys: storedDecisionKeys } = await readAllDecisions(ctx.redis, ctx.prefix);
   const candidates: VariantCandidate[] = valid
     .filter((va) => !unreadable.has(va.metadata.namespace ?? ''))
     .map((va) => {
@@ -192,7 +192,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
   const woken = new Set(fromZero.decisions.map((d) => d.key));
   const inactive = leftOut.filter((i) => !woken.has(i.key));
 
-  const forgotten = await storeCycleDecisions(ctx.redis, ctx.prefix, decisions, new Set(allKeys), inactive, now.toISOString());
+  const forgotten = await storeCycleDecisions(ctx.redis, ctx.prefix, decisions, new Set(allKeys), inactive, now.toISOString(), storedDecisionKeys);
 
   const record: CycleRecord = {
     at: now.toISOString(),

@@ -60,9 +60,16 @@ export async function storeCycleDecisions(
   existingVaKeys: ReadonlySet<string>,
   inactive: ReadonlyArray<{ key: string; reason: string; message: string; zeroSeries?: Omit<SeriesRecord, 'desired' | 'validUntil'> }> = [],
   at = new Date().toISOString(),
+  /** The decisions hash's fields as the cycle read them (`readAllDecisions`), so it is not read twice. */
+  knownDecisionKeys?: ReadonlySet<string>,
 ): Promise<string[]> {
   const keys = stateKeys(prefix);
-  const [known, published, left] = await Promise.all([redis.hkeys(keys.decisions), redis.hkeys(keys.series), redis.hkeys(keys.inactive)]);
+  // Only the cycle writes decisions (one at a time), so the fields it read are still all there are.
+  const [known, published, left] = await Promise.all([
+    knownDecisionKeys !== undefined ? Promise.resolve([...knownDecisionKeys]) : redis.hkeys(keys.decisions),
+    redis.hkeys(keys.series),
+    redis.hkeys(keys.inactive),
+  ]);
   const gone = [...new Set([...known, ...published, ...left])].filter((k) => !existingVaKeys.has(k));
   const tx = redis.multi();
   for (const d of decisions) tx.hset(keys.decisions, d.key, JSON.stringify(d));
@@ -99,15 +106,18 @@ export async function unpublishSeries(redis: RedisClient, prefix: string, vaKey:
   await redis.hdel(stateKeys(prefix).series, vaKey);
 }
 
-/** All stored decisions, for the cycle's "previous decision" of each VA. */
-export async function readAllDecisions(redis: RedisClient, prefix: string): Promise<Map<string, VariantDecision>> {
+/**
+ * All stored decisions, for the cycle's "previous decision" of each VA, and every field of the hash
+ * (unreadable ones too, so the cycle can forget them when their VA is gone).
+ */
+export async function readAllDecisions(redis: RedisClient, prefix: string): Promise<{ decisions: Map<string, VariantDecision>; keys: Set<string> }> {
   const all = await redis.hgetall(stateKeys(prefix).decisions);
-  const out = new Map<string, VariantDecision>();
+  const decisions = new Map<string, VariantDecision>();
   for (const [vaKey, text] of Object.entries(all)) {
     const r = parseVariantDecision(parseJson(text));
-    if (r.ok) out.set(vaKey, r.value);
+    if (r.ok) decisions.set(vaKey, r.value);
   }
-  return out;
+  return { decisions, keys: new Set(Object.keys(all)) };
 }
 
 /** The series to serve now: expired ones (see `validUntil`) are left out. */
