@@ -555,6 +555,7 @@ function finish(ctx: Ctx, input: ObservedState, head: Action[], frozenStatus: Mo
       msName: ms.metadata.name,
       roles: roleSummaries(ctx.rev.specRoles, snapshot),
       progressDeadlineSeconds,
+      specReplicas: ms.spec.replicas,
       groups: groups.map((g) => ({ ordinal: g.ordinal, revision: g.revision, deleting: g.deleting, available: groupAvailable(g) })),
       updateRevision: ctx.rev.updateRevision,
       partition: ctx.partition,

@@ -75,6 +75,35 @@ describe('progress deadline', () => {
     expect(progressing(plan.status)?.reason).not.toBe('ProgressDeadlineExceeded');
   });
 
+  it('a scale-down whose pods take long to terminate completes at once, as a ReplicaSet ignores terminating pods', () => {
+    const s = withDeadline('60');
+    s.setSpec((spec) => {
+      spec.replicas = 3;
+    });
+    s.converge();
+    s.setSpec((spec) => {
+      spec.replicas = 1;
+    });
+    s.apply(s.plan()); // deletes groups 1 and 2; their pods drain for a long time (grace period, lifecycle)
+    expect(s.livePodNames()).toEqual(['llm-0-prefill-0-0']);
+    s.now += 3_600_000;
+    const later = s.plan();
+    expect(later.status.lastProgressTime).toBeUndefined();
+    expect(progressing(later.status)?.reason).not.toBe('ProgressDeadlineExceeded');
+    expect(later.requeueAfterSeconds).toBeUndefined();
+  });
+
+  it('a group replaced in place (same name, below spec.replicas) still counts until its pods are gone', () => {
+    const s = withDeadline('60');
+    s.converge();
+    s.setSpec(setImage('vllm:v2'));
+    s.apply(s.plan()); // deletes both outdated groups, which come back under the same names
+    s.now += 61_000;
+    const stuck = s.plan();
+    expect(progressing(stuck.status)).toMatchObject({ status: 'False', reason: 'ProgressDeadlineExceeded' });
+    expect(progressing(stuck.status)?.message).toMatch(/^ServingGroups llm-0, llm-1 have made no progress/);
+  });
+
   it('counts as progress what a Deployment does, plus role instances', () => {
     const base: ModelServingStatus = { replicas: 2, updatedReplicas: 1, availableReplicas: 1, roles: [{ name: 'a', replicas: 2, readyReplicas: 1, updatedReplicas: 1 }] };
     expect(madeProgress(base, base)).toBe(false);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Condition } from '../../../api/modelserving.js';
-import { computeStatus, conditionVerdict, currentRevisionOf, nextConditions, type StatusGroup } from './status.js';
+import { computeStatus, conditionVerdict, currentRevisionOf, deadlineGroups, nextConditions, type StatusGroup } from './status.js';
 
 const g = (ordinal: number, revision: string, o: Partial<StatusGroup> = {}): StatusGroup => ({
   ordinal,
@@ -103,5 +103,37 @@ describe('conditions', () => {
   it('keeps conditions of other types', () => {
     const other: Condition = { type: 'Ready', status: 'True', reason: 'X', message: '', lastTransitionTime: 't0' };
     expect(nextConditions([other], verdict([g(0, 'v2')]), 1, 't1')[0]).toBe(other);
+  });
+});
+
+describe('progress deadline groups', () => {
+  const past = { observedGeneration: 4, lastProgressTime: '2026-01-01T00:00:00.000Z', replicas: 3, updatedReplicas: 3, availableReplicas: 1 };
+  const status = (groups: StatusGroup[]) =>
+    computeStatus({
+      groups,
+      updateRevision: 'v2',
+      partition: 0,
+      problems: [],
+      msName: 'llm',
+      progressDeadlineSeconds: 60,
+      specReplicas: 2,
+      generation: 4,
+      previous: past,
+      labelSelector: 'sel',
+      now: '2026-01-01T01:00:00.000Z',
+    });
+  const progressing = (s: ReturnType<typeof status>) => s.conditions?.find((c) => c.type === 'Progressing');
+
+  it('leaves out groups a scale-down is still deleting, keeps groups replaced in place', () => {
+    const groups = [g(0, 'v2', { deleting: true, available: false }), g(1, 'v2'), g(2, 'v2', { deleting: true, available: false })];
+    expect(deadlineGroups(groups, 2).map((x) => x.ordinal)).toEqual([0, 1]);
+    expect(deadlineGroups(groups, undefined).map((x) => x.ordinal)).toEqual([0, 1, 2]);
+    expect(progressing(status(groups))?.message).toMatch(/^ServingGroups llm-0 have made no progress/);
+  });
+
+  it('a scale-down whose only unfinished groups are being deleted is complete: no clock, no deadline', () => {
+    const s = status([g(0, 'v2'), g(1, 'v2'), g(2, 'v2', { deleting: true, available: false })]);
+    expect(s.lastProgressTime).toBeUndefined();
+    expect(progressing(s)?.reason).not.toBe('ProgressDeadlineExceeded');
   });
 });

@@ -140,10 +140,27 @@ export interface StatusInputs extends ConditionInputs {
   roles?: RoleStatusSummary[];
   /** The progress deadline in seconds (status-deadline.ts); without it there is none. */
   progressDeadlineSeconds?: number;
+  /**
+   * `spec.replicas`: a group being deleted at or above it is a scale-down's leftover, which the
+   * deadline ignores (see `deadlineGroups`). Without it every deleting group counts.
+   */
+  specReplicas?: number;
   generation: number | undefined;
   previous: ModelServingStatus | undefined;
   labelSelector: string;
   now: string;
+}
+
+/**
+ * The groups the progress deadline looks at: all but those being deleted at an ordinal at or above
+ * `spec.replicas`. A ReplicaSet ignores terminating pods, so a Deployment's scale-down completes at
+ * once; here a removed group's pods may drain for long (grace period, PodOpsLifecycle), and counting
+ * them would turn a plain scale-down into Degraded+Stalled after the deadline. A group deleted below
+ * `spec.replicas` is replaced in place under the same name, so it still counts.
+ */
+export function deadlineGroups(groups: readonly StatusGroup[], specReplicas: number | undefined): StatusGroup[] {
+  if (specReplicas === undefined) return [...groups];
+  return groups.filter((g) => !(g.deleting && g.ordinal >= specReplicas));
 }
 
 export function computeStatus(input: StatusInputs): ModelServingStatus {
@@ -165,17 +182,18 @@ export function computeStatus(input: StatusInputs): ModelServingStatus {
   let stuck: { reason: string; message: string } | undefined;
   const seconds = input.progressDeadlineSeconds;
   if (seconds !== undefined) {
+    const counted = deadlineGroups(groups, input.specReplicas);
     const last = lastProgressTime({
       previous: input.previous,
       generation: input.generation,
-      complete: verdict.type === 'Available',
+      complete: conditionVerdict({ ...input, groups: counted }).type === 'Available',
       next: status,
       nowIso: input.now,
     });
     if (last === undefined) delete status.lastProgressTime;
     else status.lastProgressTime = last;
     if (deadlineExceeded(last, seconds, Date.parse(input.now))) {
-      const ordinals = [...new Set(groups.filter((g) => g.deleting || !g.available).map((g) => g.ordinal))].sort((a, b) => a - b);
+      const ordinals = [...new Set(counted.filter((g) => g.deleting || !g.available).map((g) => g.ordinal))].sort((a, b) => a - b);
       const names = ordinals.map((o) => (input.msName ? servingGroupName(input.msName, o) : String(o)));
       const notReady = (input.roles ?? []).flatMap((r) => r.notReady ?? []).slice(0, NOT_READY_LISTED);
       stuck = { reason: PROGRESS_DEADLINE_EXCEEDED, message: deadlineMessage(names, seconds, notReady) };
