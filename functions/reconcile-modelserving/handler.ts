@@ -15,7 +15,7 @@ import { REFUSAL_RECHECK_MS } from './refusal.js';
 import { modelServingConfig, RECONCILE_MODELSERVING, type ModelServingConfig } from './config.js';
 import { childrenCacheFor } from './children-cache.js';
 import { nextMarks, writeMarksStore, WriteTracker, type WriteMarks } from './write-marks.js';
-import { enrolled, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
+import { drainOnDeletion, enrolled, keepDeletionFinalizer, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
 import { isNamespaceTerminating, terminatingMemory } from './namespace-terminating.js';
 import { clusterCapabilities, listChildren, readModelServing, type Children } from './observe.js';
 import type { ClusterCapabilities } from './plan/gang.js';
@@ -169,7 +169,9 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   const parsed = parseModelServing(raw);
   if (!parsed.ok) return rejectSpec(ctx, obj, parsed.errors);
   const ms = parsed.value;
-  if (ms.metadata.deletionTimestamp) return;
+  // Deleting: an opted-in ModelServing holds its deletion until its pods went through the lifecycle.
+  if (ms.metadata.deletionTimestamp) return drainOnDeletion(ctx, ms, config.MODELSERVING_LIFECYCLE_POLL_MS);
+  await keepDeletionFinalizer(ctx.kc, ms);
   const uid = ms.metadata.uid ?? '';
   if (refusedUid !== null && refusedUid === uid) {
     // Its namespace is being deleted: nothing can be created, and the ModelServing goes next.
