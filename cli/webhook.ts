@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { opsLifecycleWebhooks } from '../functions/ops-lifecycle/admission/webhooks.js';
 import { TRAFFIC_OFF_MODES } from '../functions/ops-lifecycle/protocol/index.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
+import { loadProcessConfig } from '../runtime/config.js';
+import { allowUnauthenticatedFromEnv } from '../runtime/http-function.js';
 import { createLogger } from '../runtime/log.js';
 import { applyRegistration, deleteRegistration } from '../runtime/webhook/registration.js';
 import { serveWebhookFunction } from '../runtime/webhook/function.js';
@@ -27,7 +29,9 @@ export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gat
   --function: served as a function on a platform (Knative, OpenFaaS; RIPPLE_MODE=webhook with
   RIPPLE_WEBHOOK_FUNCTION=true): listens on PORT (default 8080) with /_/health and /_/ready, plain HTTP behind
   the platform's TLS, or HTTPS from --tls-cert-file/--tls-key-file (WEBHOOK_TLS_CERT_FILE/_KEY_FILE, e.g. a
-  cert-manager Secret, re-read every minute). It generates and registers nothing: the manifests in
+  cert-manager Secret, re-read every minute). With --grace-delete it requires RIPPLE_FUNCTION_TOKEN (or _FILE),
+  sent by the API server as a Bearer token, or RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true behind a mesh that
+  authenticates callers. It generates and registers nothing: the manifests in
   infra/deploy register it (docs/ops-lifecycle.md, "Served as a function").`;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -76,6 +80,9 @@ async function runWebhookFunction(values: Record<string, string | boolean | unde
     port: opts.port,
     hostname: opts.listen,
     log,
+    // Only GraceDelete needs them (it writes): serveWebhookFunction refuses to serve it without a token or the opt-out.
+    token: loadProcessConfig(process.env).RIPPLE_FUNCTION_TOKEN,
+    allowUnauthenticated: allowUnauthenticatedFromEnv(process.env),
     ...(opts.tlsCertFile && opts.tlsKeyFile ? { tls: { certFile: opts.tlsCertFile, keyFile: opts.tlsKeyFile } } : {}),
   });
   const stop = async (signal: string) => {

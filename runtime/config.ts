@@ -48,7 +48,7 @@ export const processConfigSchema = z.object({
    * Defaults for the CLI's mode, `--function` and `--in-cluster`, for platforms that cannot pass
    * arguments (an OpenFaaS stack sets environment only). Flags win over these.
    */
-  RIPPLE_MODE: z.enum(['all', 'watcher', 'worker', 'ops', 'serve']).optional(),
+  RIPPLE_MODE: z.enum(['all', 'watcher', 'worker', 'ops', 'serve', 'webhook']).optional(),
   RIPPLE_FUNCTION: z.string().optional(),
   RIPPLE_IN_CLUSTER: z.enum(['true', 'false']).optional(),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info'),

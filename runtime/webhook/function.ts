@@ -3,6 +3,7 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { serve } from '@hono/node-server';
 import type { Logger } from '../log.js';
+import { presentedSecret, secretMatches } from '../secrets.js';
 import { webhookApp } from './server.js';
 import type { AdmissionWebhookDefinition } from './types.js';
 
@@ -26,6 +27,14 @@ export interface WebhookFunctionOptions {
    * webhooks over HTTPS and verifies the certificate it is shown against the registration's caBundle.
    */
   tls?: TlsFiles;
+  /**
+   * RIPPLE_FUNCTION_TOKEN: every review must carry it as `Authorization: Bearer` (the API server sends one from
+   * the AdmissionConfiguration's kubeConfigFile). Required when a webhook writes (`NoneOnDryRun`, e.g. GraceDelete
+   * begins delete operations with the function's own credentials): anyone reaching the port could forge a review.
+   */
+  token?: string;
+  /** RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: serve webhooks that write without a token (a mesh authenticates callers). */
+  allowUnauthenticated?: boolean;
   now?: () => Date;
 }
 
@@ -49,7 +58,17 @@ async function readPair(tls: TlsFiles): Promise<{ cert: string; key: string }> {
  */
 export async function serveWebhookFunction(opts: WebhookFunctionOptions): Promise<ServedWebhookFunction> {
   const log = opts.log.child({ component: 'webhook-function' });
-  const app = webhookApp(opts.webhooks, log, opts.now ?? (() => new Date()));
+  const writers = opts.webhooks.filter((w) => w.sideEffects === 'NoneOnDryRun').map((w) => w.name);
+  if (writers.length > 0 && !opts.token && !opts.allowUnauthenticated) {
+    throw new Error(
+      `refusing to serve ${writers.join(', ')} without RIPPLE_FUNCTION_TOKEN (or RIPPLE_FUNCTION_TOKEN_FILE): these webhooks write with this ` +
+        "function's credentials, so a forged review must not reach them; give the API server the token in its AdmissionConfiguration " +
+        'kubeConfigFile (docs/ops-lifecycle.md, "Served as a function"), or set RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true only where a mesh authenticates every caller',
+    );
+  }
+  if (writers.length > 0 && !opts.token) log.warn({ webhooks: writers }, 'serving webhooks that write without a token (RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true)');
+  const token = opts.token;
+  const app = webhookApp(opts.webhooks, log, opts.now ?? (() => new Date()), token ? (authorization) => secretMatches(presentedSecret(authorization) ?? '', token) : undefined);
   app.get('/_/health', (c) => c.text('OK'));
   app.get('/_/ready', (c) => c.text('OK'));
 
@@ -67,7 +86,7 @@ export async function serveWebhookFunction(opts: WebhookFunctionOptions): Promis
   });
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : opts.port;
-  log.info({ port, tls: pair !== undefined, webhooks: opts.webhooks.map((w) => w.name) }, 'webhook function listening');
+  log.info({ port, tls: pair !== undefined, token: token !== undefined, webhooks: opts.webhooks.map((w) => w.name) }, 'webhook function listening');
 
   const reloadTls = async (): Promise<boolean> => {
     if (!opts.tls || !('setSecureContext' in server)) return false;

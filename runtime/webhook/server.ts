@@ -38,14 +38,21 @@ export interface RunningWebhookServer {
   close(): Promise<void>;
 }
 
-/** The Hono app: POST /<path> per webhook, each answering AdmissionReview with the webhook's decision. */
-export function webhookApp(webhooks: readonly AdmissionWebhookDefinition[], log: Logger, now: () => Date): Hono {
+/**
+ * The Hono app: POST /<path> per webhook, each answering AdmissionReview with the webhook's decision. With
+ * `authorized`, a review whose Authorization header it refuses is answered 401 before it is read.
+ */
+export function webhookApp(webhooks: readonly AdmissionWebhookDefinition[], log: Logger, now: () => Date, authorized?: (authorization: string | undefined) => boolean): Hono {
   const app = new Hono();
   app.get('/healthz', (c) => c.text('ok'));
   // The API server sends at most a few MiB (an object and its old version).
   app.use('*', bodyLimit({ maxSize: 8 * 1024 * 1024 }));
   for (const w of webhooks) {
     app.post(`/${w.path}`, async (c) => {
+      if (authorized && !authorized(c.req.header('authorization'))) {
+        log.warn({ webhook: w.name }, 'admission review without the function token refused');
+        return c.json({ error: 'send Authorization: Bearer <RIPPLE_FUNCTION_TOKEN>' }, 401);
+      }
       const parsed = admissionReviewSchema.safeParse(await c.req.json().catch(() => undefined));
       if (!parsed.success) {
         log.warn({ webhook: w.name, issues: parsed.error.issues.slice(0, 3) }, 'not an admission.k8s.io/v1 AdmissionReview');

@@ -1,6 +1,7 @@
+import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { CONTROL_LABEL, Label, perIdKey, podState, SERVICE_READY_CONDITION, type PodState } from '../protocol/index.js';
-import { GRACE_DELETE_ADAPTER, graceDeleteVerdict } from './grace-delete.js';
+import { GRACE_DELETE_ADAPTER, graceDeleteVerdict, graceDeleteWebhook } from './grace-delete.js';
 
 const NOW = 1_800_000_000_000_000_000n;
 const TS = '1799999999000000000';
@@ -38,5 +39,36 @@ describe('graceDeleteVerdict', () => {
     expect(graceDeleteVerdict(serving({ conditions: [{ type: 'Ready', status: 'False' }] }), NOW)).toEqual({ allow: true, why: 'out of service' });
     // Not Ready, but a cooperator still holds it: it goes through the lifecycle.
     expect(graceDeleteVerdict(serving({ conditions: [], finalizers: ['prot.podopslifecycle.kusionstack.io/lb'] }), NOW)).toMatchObject({ allow: false, begin: true });
+  });
+});
+
+describe('graceDeleteWebhook', () => {
+  // No cluster at this address: a webhook that tried to begin would answer "could not begin".
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'none', server: 'http://127.0.0.1:1', skipTLSVerify: true }],
+    users: [{ name: 'none' }],
+    contexts: [{ name: 'none', cluster: 'none', user: 'none' }],
+    currentContext: 'none',
+  });
+  const review = (metadata: Record<string, unknown>) => ({
+    uid: 'r',
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    resource: { group: '', version: 'v1', resource: 'pods' },
+    operation: 'DELETE' as const,
+    namespace: 'ns',
+    name: 'p',
+    oldObject: {
+      metadata: { name: 'p', namespace: 'ns', labels: { [CONTROL_LABEL]: 'true' }, ...metadata },
+      spec: { readinessGates: [{ conditionType: SERVICE_READY_CONDITION }] },
+      status: { conditions: [{ type: 'Ready', status: 'True' }] },
+    },
+  });
+
+  it('begins nothing for a review without the Pod uid (the API server always sends it; a forged review may not)', async () => {
+    const decision = await graceDeleteWebhook({ kc }).admit(review({}), new Date(0));
+    expect(decision.allowed).toBe(false);
+    expect(decision.allowed ? '' : decision.message).toMatch(/no metadata\.uid/);
+    expect(decision.allowed ? '' : decision.message).not.toMatch(/could not begin/);
   });
 });

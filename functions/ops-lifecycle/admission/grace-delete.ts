@@ -75,8 +75,12 @@ export function graceDeleteWebhook(deps: { kc: KubeConfig }): AdmissionWebhookDe
       const verdict = graceDeleteVerdict(admittedPodState(parsed.data), nanosFromDate(now));
       if (verdict.allow) return { allowed: true };
       if (verdict.begin && req.dryRun !== true) {
+        const uid = parsed.data.metadata.uid;
+        // The API server always sends the stored Pod with its uid; a review without it did not come from there,
+        // and beginning without the uid precondition could act on another Pod of the same name.
+        if (!uid) return { allowed: false, message: 'the review\'s oldObject has no metadata.uid: not beginning a delete operation; retry the delete' };
         try {
-          await ops.begin({ namespace: req.namespace, name: parsed.data.metadata.name, ...(parsed.data.metadata.uid ? { uid: parsed.data.metadata.uid } : {}) }, GRACE_DELETE_ADAPTER);
+          await ops.begin({ namespace: req.namespace, name: parsed.data.metadata.name, uid }, GRACE_DELETE_ADAPTER);
         } catch (err) {
           return { allowed: false, message: `pod deletion through PodOpsLifecycle could not begin: ${err instanceof Error ? err.message : String(err)}; retry the delete` };
         }
