@@ -46,4 +46,6 @@ if [[ -z "${RIPPLE_TEST_KUBECONFIG:-}" ]]; then
   bash infra/local-control-plane/build.sh
   # Helm, for the chart's tests (charts/ripple), from the Go module proxy the same way.
   bash infra/local-control-plane/build-helm.sh
+  # KEDA's operator and metrics server, for the autoscaler's end-to-end test (autoscaler-keda-e2e).
+  bash infra/local-control-plane/build-keda.sh
 fi
