@@ -20,6 +20,22 @@ describe('API refusals of a child (issue 13 scenario 4)', () => {
     expect(classifyRefusal(api(403, 'pods is forbidden: User "ripple" cannot create resource "pods" in API group ""'))?.message).toMatch(/; to fix: grant reconcile-modelserving's ServiceAccount/);
   });
 
+  it('a quota that requires requests/limits the template lacks is a spec problem, not too little quota', () => {
+    // The API server's words when a ResourceQuota limits limits.cpu and a container sets none
+    // (Kubernetes 1.29+ lists the containers; older versions only the resources).
+    for (const words of [
+      'pods "a" is forbidden: failed quota: compute: must specify limits.cpu for: main; limits.memory for: main',
+      'pods "a" is forbidden: failed quota: compute: must specify limits.cpu,limits.memory',
+    ]) {
+      const r = classifyRefusal(api(403, words));
+      expect(r).toMatchObject({ class: 'Spec', reason: 'QuotaRequiresResources' });
+      expect(r?.message).toBe(
+        `${words}; to fix: set the named requests/limits on every container of the pod template (ResourceQuota "compute" requires them), or give the namespace a LimitRange with defaults for them`,
+      );
+      expect(r?.message).not.toMatch(/raise ResourceQuota|lower spec\.replicas/);
+    }
+  });
+
   it('leaves everything else to the usual retry', () => {
     expect(classifyRefusal(api(403, 'unable to create new content in namespace x because it is being terminated'))).toBeUndefined();
     expect(classifyRefusal(api(500, 'etcdserver: request timed out'))).toBeUndefined();

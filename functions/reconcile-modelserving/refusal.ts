@@ -10,7 +10,7 @@ import { KubeApiError } from '../../kube/raw.js';
 export interface Refusal {
   class: ErrorClass;
   /** For the ServingGroupsReady condition. */
-  reason: 'QuotaExceeded' | 'PodSecurity' | 'AdmissionDenied' | 'Forbidden';
+  reason: 'QuotaExceeded' | 'QuotaRequiresResources' | 'PodSecurity' | 'AdmissionDenied' | 'Forbidden';
   /** The API server's words, without the request line, then what a user can do about it. */
   message: string;
 }
@@ -21,6 +21,12 @@ function remedy(reason: Refusal['reason'], apiMessage: string): string {
     case 'QuotaExceeded': {
       const quota = /exceeded quota: ([^,\s]+)/.exec(apiMessage)?.[1];
       return `to fix: raise ResourceQuota ${quota ? `"${quota}" ` : ''}in this namespace, or lower spec.replicas (or a role's replicas) to fit it`;
+    }
+    case 'QuotaRequiresResources': {
+      // `failed quota: <q>: must specify limits.cpu…`: the quota tracks a resource the pod does not
+      // declare. More quota or fewer replicas would not help; the template (or a LimitRange) must.
+      const quota = /failed quota: ([^:\s]+):/.exec(apiMessage)?.[1];
+      return `to fix: set the named requests/limits on every container of the pod template${quota ? ` (ResourceQuota "${quota}" requires them)` : ''}, or give the namespace a LimitRange with defaults for them`;
     }
     case 'PodSecurity':
       return "to fix: change the pod template to meet the namespace's PodSecurity level, or change the namespace's pod-security.kubernetes.io/enforce label";
@@ -41,6 +47,8 @@ export const REFUSAL_RECHECK_MS = 30_000;
 export function classifyRefusal(err: unknown): Refusal | undefined {
   if (!(err instanceof KubeApiError) || (err.code !== 403 && err.code !== 400 && err.code !== 422)) return undefined;
   const message = err.message.replace(/^[A-Z]+ \S+: \d+ /, '');
+  // Before the generic quota match: this one is fixed in the pod template, so it is a spec problem.
+  if (err.code === 403 && /failed quota: .*must specify/.test(message)) return refusal('Spec', 'QuotaRequiresResources', message);
   if (err.code === 403 && /exceeded quota|failed quota/.test(message)) return refusal('Capacity', 'QuotaExceeded', message);
   if (/violates PodSecurity/.test(message)) return refusal('Spec', 'PodSecurity', message);
   if (/admission webhook .* denied the request|denied request:|ValidatingAdmissionPolicy/.test(message)) {
