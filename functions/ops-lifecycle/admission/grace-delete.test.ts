@@ -33,6 +33,19 @@ describe('graceDeleteVerdict', () => {
     expect(graceDeleteVerdict(granted, NOW)).toEqual({ allow: true, why: 'granted' });
   });
 
+  it('lets the delete go once any delete-type operation holds operate (deleteThroughLifecycle runs under its own ID), and begins no second one meanwhile', () => {
+    const other = (extra: Record<string, string>) =>
+      serving({ labels: { ...serving().labels, [perIdKey('operating', 'modelserving')]: TS, [perIdKey('operationType', 'modelserving')]: 'delete', ...extra } });
+    // In gate mode operate comes in the write that turns the gate False, while Ready may still be True.
+    expect(graceDeleteVerdict(other({ [perIdKey('operate', 'modelserving')]: TS }), NOW)).toEqual({ allow: true, why: 'granted' });
+    const waiting = graceDeleteVerdict(other({}), NOW);
+    expect(waiting).toMatchObject({ allow: false, begin: false });
+    expect(waiting.allow ? '' : waiting.message).toContain('lifecycle modelserving');
+    // Another ID holding operate for another type is not a delete.
+    const restart = serving({ labels: { ...serving().labels, [perIdKey('operating', 'r')]: TS, [perIdKey('operationType', 'r')]: 'restart', [perIdKey('operate', 'r')]: TS } });
+    expect(graceDeleteVerdict(restart, NOW)).toMatchObject({ allow: false, begin: true });
+  });
+
   it('lets go of Pods it has no say over or nothing to drain from', () => {
     expect(graceDeleteVerdict(serving({ labels: {} }), NOW)).toEqual({ allow: true, why: 'not controlled' });
     expect(graceDeleteVerdict(serving({ readinessGates: [] }), NOW)).toEqual({ allow: true, why: 'no service-ready gate' });

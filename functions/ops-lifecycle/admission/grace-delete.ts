@@ -8,6 +8,7 @@ import {
   CONTROL_LABEL,
   CONTROL_LABEL_VALUE,
   hasServiceReadyGate,
+  idToLabelsMapLenient,
   isControlled,
   isDuringOps,
   isPodReady,
@@ -27,8 +28,8 @@ export type GraceDeleteVerdict =
 
 /**
  * What to do with a DELETE of this Pod (kuperator's GraceDelete, pure). A controlled Pod with the gate is
- * deleted only once its `pod-delete` operation was granted operate; until then the delete is refused and, the
- * first time, the operation begun. Unlike kuperator, a Pod that is out of service (not Ready, no protection
+ * deleted only once a delete operation on it (`pod-delete`, or any other ID of type `delete`) was granted
+ * operate; until then the delete is refused and, if no delete operation runs, `pod-delete` begun. Unlike kuperator, a Pod that is out of service (not Ready, no protection
  * finalizer, no delete operation under way) is let go at once: there is no traffic to drain, and refusing
  * would only make a Pod that never served run a whole lifecycle first.
  */
@@ -36,18 +37,28 @@ export function graceDeleteVerdict(pod: PodState, now: UnixNanos): GraceDeleteVe
   if (!isControlled(pod.labels)) return { allow: true, why: 'not controlled' };
   // kuperator's rule: without the gate the lifecycle cannot take the Pod out of service, so it does not try.
   if (!hasServiceReadyGate(pod)) return { allow: true, why: 'no service-ready gate' };
-  if (allowOps(pod, GRACE_DELETE_ADAPTER, { now }).allowed) return { allow: true, why: 'granted' };
-  const begun = isDuringOps(pod, GRACE_DELETE_ADAPTER);
+  // Any delete operation counts, not only pod-delete: deleteThroughLifecycle runs under its owner's ID, and a
+  // delete it was granted must not be refused (nor a second delete round begun).
+  const deletes = deleteOperationIds(pod);
+  if (deletes.some((id) => allowOps(pod, { id, type: GRACE_DELETE_ADAPTER.type }, { now }).allowed)) return { allow: true, why: 'granted' };
+  const begun = deletes.length > 0;
   const holding = protectionFinalizers(pod.finalizers);
   if (!begun && holding.length === 0 && !isPodReady(pod)) return { allow: true, why: 'out of service' };
   const waiting = holding.length > 0 ? `, waiting for the protection finalizers ${holding.join(', ')}` : '';
+  const id = deletes[0] ?? GRACE_DELETE_ADAPTER.id;
   return {
     allow: false,
     begin: !begun,
     message:
-      `pod deletion is underway through PodOpsLifecycle (lifecycle ${GRACE_DELETE_ADAPTER.id}, type ${GRACE_DELETE_ADAPTER.type})${waiting}: ` +
-      `the Pod is taken out of service first; delete it again once operate.podopslifecycle.kusionstack.io/${GRACE_DELETE_ADAPTER.id} is on it`,
+      `pod deletion is underway through PodOpsLifecycle (lifecycle ${id}, type ${GRACE_DELETE_ADAPTER.type})${waiting}: ` +
+      `the Pod is taken out of service first; delete it again once operate.podopslifecycle.kusionstack.io/${id} is on it`,
   };
+}
+
+/** The IDs running an operation of type `delete` (between begin and finish), pod-delete first. */
+function deleteOperationIds(pod: PodState): string[] {
+  const ids = [...idToLabelsMapLenient(pod.labels).ids.keys()].filter((id) => isDuringOps(pod, { id, type: GRACE_DELETE_ADAPTER.type }));
+  return ids.sort((a, b) => (a === GRACE_DELETE_ADAPTER.id ? -1 : b === GRACE_DELETE_ADAPTER.id ? 1 : a < b ? -1 : a > b ? 1 : 0));
 }
 
 /**
