@@ -16,7 +16,6 @@ import { parseSaturationConfig } from './config/saturation-config.js';
 import { parseScaleToZeroConfig } from './config/scale-to-zero-config.js';
 import { initialConfig, readStoredConfigText, type StoredConfig } from './config/stored.js';
 import { prometheusSecretsOf, storableControllerConfig, type PrometheusSecrets } from './config/stored-secrets.js';
-import { randomBytes } from 'node:crypto';
 import { runScript } from '../../queue/run-script.js';
 import { FUNCTION_NAME, stateKeys } from './keys.js';
 
@@ -55,33 +54,47 @@ export async function readStoredConfig(ctx: Pick<HandlerContext, 'redis' | 'pref
   return readStoredConfigText(await ctx.redis.get(stateKeys(ctx.prefix).config)).config;
 }
 
-const LOCK_TTL_MS = 30_000;
-const LOCK_WAIT_MS = 35_000;
-const RELEASE_LUA = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+/** Store `next` only if the stored text is still `expected` ('' = absent): a compare-and-set. */
+const CAS_LUA = `if (redis.call('GET', KEYS[1]) or '') == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0`;
+const MAX_ATTEMPTS = 5;
 
 /**
  * `@config` and `@optimize` are different keys, so they can run at once on two workers; both may
- * re-parse a ConfigMap that moved. The parse and its store happen under a lock in Redis, so the one
- * that comes second finds the stored versions current: no lost update, and one Warning per bad
- * entry, not two (issue 14 scenario 9).
+ * re-parse a ConfigMap that moved. Each stores its result only if the stored configuration is still
+ * the one it started from (compare-and-set in Redis); the one that comes second reads again, finds the
+ * stored versions current and has nothing to do: no lost update, and one Warning per bad entry, not
+ * two (issue 14 scenario 9). No lock, so nobody waits on a worker that died holding one.
  */
 export async function refreshConfig(ctx: HandlerContext, names: AutoscalerNames): Promise<ConfigRefresh> {
-  const lockKey = `${stateKeys(ctx.prefix).config}:lock`;
-  const token = randomBytes(8).toString('hex');
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  while ((await ctx.redis.set(lockKey, token, 'PX', LOCK_TTL_MS, 'NX')) !== 'OK') {
-    if (Date.now() > deadline) throw new Error('the autoscaler configuration lock is held for too long; retrying');
-    await new Promise((r) => setTimeout(r, 100));
+  const key = stateKeys(ctx.prefix).config;
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const text = await ctx.redis.get(key);
+    const planned = await planRefresh(ctx, names, text);
+    if (planned.store === undefined) return planned.result;
+    if (Number(await runScript(ctx.redis, CAS_LUA, [key], [text ?? '', planned.store])) !== 1) continue;
+    if (planned.result.reparsed.length > 0) {
+      const next = planned.result.config;
+      ctx.log.info(
+        { reparsed: planned.result.reparsed, intervalMs: next.controller.globalOptIntervalMs, saturationDefault: next.saturation.default, overrides: next.saturation.overrides.map((o) => o.key) },
+        'autoscaler configuration refreshed',
+      );
+    }
+    for (const report of planned.reports) await report();
+    return planned.result;
   }
-  try {
-    return await refreshConfigLocked(ctx, names);
-  } finally {
-    await runScript(ctx.redis, RELEASE_LUA, [lockKey], [token]).catch((err: unknown) => ctx.log.warn({ err: String(err) }, 'could not release the configuration lock (it expires by itself)'));
-  }
+  throw new Error('the autoscaler configuration kept changing while it was refreshed; retrying');
 }
 
-async function refreshConfigLocked(ctx: HandlerContext, names: AutoscalerNames): Promise<ConfigRefresh> {
-  const { config: stored, heldSecrets } = readStoredConfigText(await ctx.redis.get(stateKeys(ctx.prefix).config));
+interface PlannedRefresh {
+  result: ConfigRefresh;
+  /** The text to store; undefined: the stored configuration is current. */
+  store?: string;
+  /** Issues to report once the store succeeded (so a refresh that lost the race reports nothing). */
+  reports: Array<() => Promise<void>>;
+}
+
+async function planRefresh(ctx: HandlerContext, names: AutoscalerNames, text: string | null): Promise<PlannedRefresh> {
+  const { config: stored, heldSecrets } = readStoredConfigText(text);
   const previous = stored ?? initialConfig(ctx.now());
   const [controllerCm, saturationCm, scaleToZeroCm] = await Promise.all([
     readConfigMap(ctx, names.namespace, names.controllerConfigMap),
@@ -91,6 +104,7 @@ async function refreshConfigLocked(ctx: HandlerContext, names: AutoscalerNames):
   const versions = { controller: versionOf(controllerCm), saturation: versionOf(saturationCm), scaleToZero: versionOf(scaleToZeroCm) };
   const prometheusSecrets = prometheusSecretsOf(controllerCm?.data);
   const issues: Array<{ issue: ConfigIssue; cm: ConfigMap | undefined }> = [];
+  const reports: PlannedRefresh['reports'] = [];
   const reparsed: ConfigRefresh['reparsed'] = [];
   const next: StoredConfig = { ...previous, versions, refreshedAt: previous.refreshedAt };
 
@@ -100,8 +114,8 @@ async function refreshConfigLocked(ctx: HandlerContext, names: AutoscalerNames):
     next.controller = storableControllerConfig(r.config);
     reparsed.push('controller');
     for (const issue of r.issues) issues.push({ issue, cm: controllerCm });
-    if (r.ignoredKeys.length > 0) ctx.log.info({ configMap: names.controllerConfigMap, keys: r.ignoredKeys }, 'ConfigMap keys this version does not read');
-    if (r.keysWithoutEffect.length > 0) await reportKeysWithoutEffect(ctx, names, r.keysWithoutEffect, controllerCm);
+    if (r.ignoredKeys.length > 0) reports.push(async () => ctx.log.info({ configMap: names.controllerConfigMap, keys: r.ignoredKeys }, 'ConfigMap keys this version does not read'));
+    if (r.keysWithoutEffect.length > 0) reports.push(() => reportKeysWithoutEffect(ctx, names, r.keysWithoutEffect, controllerCm));
   }
   if (!stored || stored.versions.saturation !== versions.saturation) {
     const r = parseSaturationConfig(saturationCm?.data, stored?.saturation, names.saturationConfigMap);
@@ -116,18 +130,13 @@ async function refreshConfigLocked(ctx: HandlerContext, names: AutoscalerNames):
     for (const issue of r.issues) issues.push({ issue, cm: scaleToZeroCm });
   }
   if (reparsed.length === 0) {
-    if (heldSecrets) await ctx.redis.set(stateKeys(ctx.prefix).config, JSON.stringify(previous));
-    return { config: previous, reparsed, issues: [], prometheusSecrets };
+    // A record an older Ripple stored with secrets in it is written again without them.
+    return { result: { config: previous, reparsed, issues: [], prometheusSecrets }, ...(heldSecrets ? { store: JSON.stringify(previous) } : {}), reports };
   }
 
   next.refreshedAt = ctx.now().toISOString();
-  await ctx.redis.set(stateKeys(ctx.prefix).config, JSON.stringify(next));
-  ctx.log.info(
-    { reparsed, intervalMs: next.controller.globalOptIntervalMs, saturationDefault: next.saturation.default, overrides: next.saturation.overrides.map((o) => o.key) },
-    'autoscaler configuration refreshed',
-  );
-  for (const { issue, cm } of issues) await reportIssue(ctx, names, issue, cm);
-  return { config: next, reparsed, issues: issues.map((i) => i.issue), prometheusSecrets };
+  for (const { issue, cm } of issues) reports.push(() => reportIssue(ctx, names, issue, cm));
+  return { result: { config: next, reparsed, issues: issues.map((i) => i.issue), prometheusSecrets }, store: JSON.stringify(next), reports };
 }
 
 /**
