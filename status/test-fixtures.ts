@@ -75,7 +75,7 @@ export class StatusFixture {
     return asRecord(this.object.status) ?? {};
   }
 
-  async reconcile(input: WriteStatusArgs['input'], fields?: Record<string, unknown>): Promise<WriteStatusResult> {
+  async reconcile(input: WriteStatusArgs['input'], fields?: Record<string, unknown>, extra: Pick<WriteStatusArgs, 'conditionEvents'> = {}): Promise<WriteStatusResult> {
     const ctx = {
       kc: new KubeConfig(),
       redis: this.redis,
@@ -95,6 +95,7 @@ export class StatusFixture {
       object: structuredClone(this.object),
       input,
       fields,
+      ...extra,
       source: this.source,
       outbox: this.outbox,
       patch: async (status, resourceVersion) => {

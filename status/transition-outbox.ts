@@ -19,7 +19,9 @@ import { runScript } from '../queue/run-script.js';
 export const pendingTransitionSchema = z.object({
   /** The object's uid when it was written: a namesake created later inherits nothing. */
   uid: z.string().optional(),
-  condition: z.object({ type: z.string(), status: ConditionStatusSchema, lastTransitionTime: z.string() }),
+  // `reason` only for an Event about a reason change (write.ts ConditionEvent): its status and
+  // lastTransitionTime may not move, so they alone cannot tell whether that write landed.
+  condition: z.object({ type: z.string(), status: ConditionStatusSchema, lastTransitionTime: z.string(), reason: z.string().optional() }),
   event: z.object({ type: z.enum(['Normal', 'Warning']), reason: z.string(), message: z.string() }),
 });
 export type PendingTransition = z.infer<typeof pendingTransitionSchema>;
@@ -69,8 +71,13 @@ export function redisTransitionOutbox(redis: RedisClient, key: string): Transiti
 }
 
 /** Whether the status read shows the condition state the entry announces. */
-export function transitionLanded(entry: PendingTransition, uid: string | undefined, conditions: ReadonlyArray<{ type: string; status: string; lastTransitionTime: string }> | undefined): boolean {
+export function transitionLanded(
+  entry: PendingTransition,
+  uid: string | undefined,
+  conditions: ReadonlyArray<{ type: string; status: string; lastTransitionTime: string; reason?: string }> | undefined,
+): boolean {
   if (entry.uid !== undefined && uid !== undefined && entry.uid !== uid) return false;
   const c = conditions?.find((x) => x.type === entry.condition.type);
-  return c !== undefined && c.status === entry.condition.status && c.lastTransitionTime === entry.condition.lastTransitionTime;
+  if (c === undefined || c.status !== entry.condition.status || c.lastTransitionTime !== entry.condition.lastTransitionTime) return false;
+  return entry.condition.reason === undefined || c.reason === entry.condition.reason;
 }

@@ -41,6 +41,21 @@ export interface WriteStatusArgs {
   patch?: StatusPatch;
   /** Overrides where transitions wait for their Events (default: a hash in Redis per object). */
   outbox?: TransitionOutbox;
+  /**
+   * Events the engine's transitions do not cover, each announcing that this write gives a condition
+   * a reason it did not have in the status read (an upstream condition whose polarity the engine does
+   * not know, e.g. Kthena's Progressing=False/ProgressDeadlineExceeded). Sent like the transitions:
+   * saved before the write, at least once after it, never for a write that did not land.
+   */
+  conditionEvents?: readonly ConditionEvent[];
+}
+
+export interface ConditionEvent {
+  /** The condition type; one pending Event per type, so it must be one the engine does not announce. */
+  condition: string;
+  /** Announced when the written condition has this reason and the status read did not. */
+  reason: string;
+  event: { type: 'Normal' | 'Warning'; reason: string; message: string };
 }
 
 export interface WriteStatusResult extends StateEngineResult {
@@ -242,6 +257,16 @@ export async function writeStatus(
       ...(object.metadata.uid !== undefined ? { uid: object.metadata.uid } : {}),
       condition: { type: condition.type, status: condition.status, lastTransitionTime: condition.lastTransitionTime },
       event: transitionEvent({ ...transition, eventType: transition.eventType }),
+    });
+  }
+  for (const extra of args.conditionEvents ?? []) {
+    const condition = result.status.conditions.find((c) => c.type === extra.condition);
+    if (condition?.reason !== extra.reason) continue;
+    if (previous?.conditions?.find((c) => c.type === extra.condition)?.reason === extra.reason) continue;
+    entries.push({
+      ...(object.metadata.uid !== undefined ? { uid: object.metadata.uid } : {}),
+      condition: { type: condition.type, status: condition.status, lastTransitionTime: condition.lastTransitionTime, reason: condition.reason },
+      event: extra.event,
     });
   }
   await outbox.save(entries);

@@ -24,7 +24,7 @@ import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
 import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.js';
 import type { RoleTransition } from './plan/role-status.js';
 import { roleStore, snapshotsEqual } from './role-store.js';
-import { deadlineWarning, invalidSpecStatus, SERVING_GROUPS_CHILD, unifiedStatus, type PreviousState, type UnifiedStatus } from './unified-status.js';
+import { invalidSpecStatus, SERVING_GROUPS_CHILD, unifiedStatus, type PreviousState, type UnifiedStatus } from './unified-status.js';
 import type { ClassifiedError } from '../../status/engine.js';
 
 /** Kthena's recorder component: tools that filter Events by source keep working. */
@@ -45,7 +45,8 @@ function statusOwner(obj: KubeObject): StatusOwner {
 }
 
 async function writeUnified(ctx: HandlerContext, obj: KubeObject, u: UnifiedStatus) {
-  return writeStatus(ctx, { resource: Resources.modelServing, object: statusOwner(obj), input: u.input, fields: u.fields, source: EVENT_SOURCE });
+  // conditionEvents (the progress deadline's Warning) go through writeStatus's at-least-once outbox.
+  return writeStatus(ctx, { resource: Resources.modelServing, object: statusOwner(obj), input: u.input, fields: u.fields, conditionEvents: u.conditionEvents ?? [], source: EVENT_SOURCE });
 }
 
 /** Reports a spec that can never work on status (ConfigValid=False, phase Failed) and stops retrying. */
@@ -281,8 +282,6 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked, previousState(ms))),
     recordRoles(),
   ]);
-  const stuck = written.written ? deadlineWarning(ms.status, plan.status) : undefined;
-  if (stuck) await ctx.events.emit({ involvedObject: involvedObjectOf(ms), ...stuck, source: EVENT_SOURCE });
   const requeueAfterMs = earliest(
     plan.requeueAfterSeconds === undefined ? undefined : plan.requeueAfterSeconds * 1000,
     taken.length > 0 ? FOREIGN_RECHECK_MS : undefined,

@@ -2,7 +2,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { ModelServingStatus } from '../../api/modelserving.js';
 import { computeStatus } from '../../status/engine.js';
-import { deadlineWarning, invalidSpecStatus, unifiedStatus } from './unified-status.js';
+import { StatusFixture } from '../../status/test-fixtures.js';
+import { invalidSpecStatus, unifiedStatus } from './unified-status.js';
 
 const NOW = new Date('2026-01-01T00:00:00Z');
 const cond = (type: string, status: 'True' | 'False', reason: string, message = '') => ({
@@ -213,9 +214,51 @@ describe('progress deadline (issue 13 scenario 4)', () => {
 
   it('says so with one Warning, when the deadline first passes', () => {
     const before: ModelServingStatus = { conditions: [cond('UpdateInProgress', 'True', 'GroupsUpdating'), cond('Progressing', 'False', 'GroupsUpdating')] };
-    expect(deadlineWarning(before, stuck)).toEqual({ type: 'Warning', reason: 'ProgressDeadlineExceeded', message: stuckMessage });
-    expect(deadlineWarning(stuck, stuck)).toBeUndefined();
-    expect(deadlineWarning(stuck, before)).toBeUndefined();
+    // Handed to writeStatus, which sends it when the status read did not have the reason yet.
+    expect(unifiedStatus(stuck, [], []).conditionEvents).toEqual([
+      { condition: 'Progressing', reason: 'ProgressDeadlineExceeded', event: { type: 'Warning', reason: 'ProgressDeadlineExceeded', message: stuckMessage } },
+    ]);
+    expect(unifiedStatus(before, [], []).conditionEvents).toBeUndefined();
+  });
+
+  describe('its Warning goes through the status outbox, as transition Events do (at least once, only if written)', () => {
+    const before: ModelServingStatus = { replicas: 2, availableReplicas: 0, conditions: [cond('UpdateInProgress', 'True', 'GroupsUpdating'), cond('Progressing', 'False', 'GroupsUpdating')] };
+    const warnings = (f: StatusFixture) => f.emitted.filter((e) => e.reason === 'ProgressDeadlineExceeded' && e.message === stuckMessage);
+    const write = (f: StatusFixture, s: ModelServingStatus) => {
+      const u = unifiedStatus(s, [], [], [], { phase: 'Starting', observedGeneration: 1, generation: 1 });
+      return f.reconcile(u.input, u.fields, { conditionEvents: u.conditionEvents ?? [] });
+    };
+
+    it('an emit that fails after the status write is sent by the next reconcile, once', async () => {
+      const f = new StatusFixture({ nowMs: NOW.getTime() });
+      await write(f, before);
+      f.failEmit = true;
+      f.nowMs += 600_000;
+      const failed = await write(f, stuck);
+      expect(failed.written).toBe(true);
+      expect(failed.eventsPending).toBeGreaterThan(0);
+      expect(warnings(f)).toEqual([]);
+      f.failEmit = false;
+      f.nowMs += 5_000;
+      await write(f, stuck);
+      expect(warnings(f)).toMatchObject([{ type: 'Warning', source: 'modelserving-controller', involvedObject: { kind: 'ModelServing', name: 'llama' } }]);
+      f.nowMs += 5_000;
+      await write(f, stuck);
+      expect(warnings(f)).toHaveLength(1);
+      expect(f.outbox.entries.size).toBe(0);
+    });
+
+    it('a write that lost its conflict announces nothing; the retry that writes it announces it once', async () => {
+      const f = new StatusFixture({ nowMs: NOW.getTime() });
+      await write(f, before);
+      f.failPatch = true;
+      f.nowMs += 600_000;
+      await expect(write(f, stuck)).rejects.toThrow('409');
+      expect(warnings(f)).toEqual([]);
+      f.failPatch = false;
+      await write(f, stuck);
+      expect(warnings(f)).toHaveLength(1);
+    });
   });
 
   it('removes lastProgressTime once the spec is rolled out (null removes a status field)', () => {

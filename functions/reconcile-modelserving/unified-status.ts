@@ -9,6 +9,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { ModelServingStatus } from '../../api/modelserving.js';
 import type { ConditionInput } from '../../status/conditions.js';
 import type { ChildHealth, ClassifiedError, StateEngineInput } from '../../status/engine.js';
+import type { ConditionEvent } from '../../status/write.js';
 import type { Blocked } from './plan/actions.js';
 import { PROGRESS_DEADLINE_EXCEEDED } from './plan/status-deadline.js';
 
@@ -32,6 +33,11 @@ const KTHENA_FIELDS = [
 export interface UnifiedStatus {
   fields: Record<string, unknown>;
   input: Omit<StateEngineInput, 'previous' | 'generation' | 'now'>;
+  /**
+   * Events writeStatus sends through its outbox with the write (at least once, only if it landed):
+   * the progress deadline's one Warning, when `Progressing` first gets `ProgressDeadlineExceeded`.
+   */
+  conditionEvents?: ConditionEvent[];
 }
 
 /**
@@ -187,7 +193,16 @@ export function unifiedStatus(
   } else if (pod?.reason === 'InvalidImageName') {
     errors.push({ class: 'Spec', message: pod.message, child: SERVING_GROUPS_CHILD });
   }
-  return { fields, input: { children: [child], errors, upstreamConditions, ...(routine ? { routine } : {}) } };
+  // One Warning when the deadline first passes; writeStatus sends it only if the status read did not
+  // already say so, and through the outbox, so an emit that fails after the write is not lost.
+  const conditionEvents: ConditionEvent[] = stuck
+    ? [{ condition: 'Progressing', reason: PROGRESS_DEADLINE_EXCEEDED, event: { type: 'Warning', reason: PROGRESS_DEADLINE_EXCEEDED, message: stuck.message } }]
+    : [];
+  return {
+    fields,
+    input: { children: [child], errors, upstreamConditions, ...(routine ? { routine } : {}) },
+    ...(conditionEvents.length > 0 ? { conditionEvents } : {}),
+  };
 }
 
 function unschedulableSummary(pods: readonly V1Pod[]): string | undefined {
@@ -215,19 +230,4 @@ export function invalidSpecStatus(problems: readonly string[], previous?: readon
       upstreamConditions,
     },
   };
-}
-
-/**
- * The Warning for a rollout that has just passed its progress deadline (the status read did not say so,
- * the new one does); undefined otherwise. Sent once, when the status saying it was written.
- */
-export function deadlineWarning(
-  before: ModelServingStatus | undefined,
-  after: ModelServingStatus,
-): { type: 'Warning'; reason: string; message: string } | undefined {
-  const stuck = (s: ModelServingStatus | undefined) =>
-    s?.conditions?.find((c) => c.type === 'Progressing' && c.status === 'False' && c.reason === PROGRESS_DEADLINE_EXCEEDED);
-  const now = stuck(after);
-  if (!now || stuck(before)) return undefined;
-  return { type: 'Warning', reason: PROGRESS_DEADLINE_EXCEEDED, message: now.message };
 }
