@@ -26,7 +26,7 @@ const baselineRoot = BASELINE_REF ? baselineCheckout(path.resolve(here, '..'), B
 type Mode = 'ripple' | 'plain' | 'baseline';
 
 /** Commands the bench itself sends (the fixture's start record, the parent's polling and cleanup): not counted. */
-const BENCH_COMMANDS = new Set(['rpush', 'llen', 'lrange', 'info', 'keys', 'del', 'monitor']);
+const BENCH_COMMANDS = new Set(['rpush', 'llen', 'lrange', 'info', 'keys', 'del', 'monitor', 'ping']);
 
 interface EnqueueSide {
   add(key: string): Promise<unknown>;
@@ -55,7 +55,9 @@ interface Workers {
 async function startWorkers(n: number, env: Record<string, string>, fixtureRoot: string): Promise<Workers> {
   const children: ChildProcess[] = [];
   for (let i = 0; i < n; i++) {
-    const child = fork(path.join(fixtureRoot, 'bench/fixtures/queue-worker.ts'), [], { env: { ...process.env, ...env }, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // BENCH_CPU_PROF=<dir>: each worker writes a V8 CPU profile there (node --cpu-prof) when it exits.
+    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF, env.MODE ?? '')}`] : [];
+    const child = fork(path.join(fixtureRoot, 'bench/fixtures/queue-worker.ts'), [], { env: { ...process.env, ...env }, execArgv: ['--import', 'tsx', ...prof], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     await new Promise<void>((resolve, reject) => {
       child.once('message', () => resolve());
       child.once('exit', (code) => reject(new Error(`bench worker exited with ${code}`)));
@@ -93,11 +95,15 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
  */
 class CommandCounter {
   private counts = new Map<string, number>();
-  private constructor(private readonly monitor: Redis) {}
+  private constructor(
+    private readonly client: Redis,
+    private readonly monitor: Redis,
+  ) {}
 
   static async start(url: string): Promise<CommandCounter> {
-    const monitor = await new Redis(url).monitor();
-    const counter = new CommandCounter(monitor);
+    const client = new Redis(url);
+    const monitor = await client.monitor();
+    const counter = new CommandCounter(client, monitor);
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       const cmd = String(args[0]).toLowerCase();
       if (source === 'lua' || BENCH_COMMANDS.has(cmd)) return;
@@ -121,6 +127,7 @@ class CommandCounter {
 
   stop(): void {
     this.monitor.disconnect();
+    this.client.disconnect();
   }
 }
 

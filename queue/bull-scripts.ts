@@ -37,7 +37,7 @@ export function bullAddKeys(queue: Queue): string[] {
 }
 
 /**
- * Lua: `bullAdd(id, delayMs, packedArgs, data, packedOpts)` adds the job `id` as BullMQ's Queue.add would
+ * Lua: `bullAdd(id, delayMs, now, packedArgs, data, packedOpts)` adds the job `id` as BullMQ's Queue.add would
  * (standard, or delayed when delayMs > 0), with BullMQ's keys at KEYS[10] … KEYS[18]. packedArgs and
  * packedOpts are what bullAddArgs() built for a job without id and delay; both are set here, once the
  * script has decided them. Adding an id that exists does nothing (BullMQ's rule), as with Queue.add.
@@ -45,9 +45,12 @@ export function bullAddKeys(queue: Queue): string[] {
 export const BULL_ADD_LUA = `
 ${asFunction('bullAddStandard', bullScript('addStandardJob-9.js'))}
 ${asFunction('bullAddDelayed', bullScript('addDelayedJob-6.js'))}
-local function bullAdd(id, delayMs, packedArgs, data, packedOpts)
+local function bullAdd(id, delayMs, now, packedArgs, data, packedOpts)
   local a = cmsgpack.unpack(packedArgs)
   a[2] = id
+  -- The job's timestamp is Redis's clock now, as the script's due is: a delayed job is due at timestamp +
+  -- delay, and the caller's clock when it built the arguments can be a round trip or more behind.
+  a[4] = now
   local o = cmsgpack.unpack(packedOpts)
   o['jobId'] = id
   if delayMs > 0 then

@@ -135,7 +135,7 @@ if r[1] ~= 'add' or not ARGV[4] then return r end
 -- An add of an id recorded by another call whose job does not exist yet (readd) creates it here with the
 -- key's due; should that call's own add land later, BullMQ ignores it (the id exists), so nothing is left
 -- to move afterwards.
-bullAdd(r[2], tonumber(r[3]), ARGV[4], ARGV[5], ARGV[6])
+bullAdd(r[2], tonumber(r[3]), now, ARGV[4], ARGV[5], ARGV[6])
 return {'added', r[2], r[3], r[4]}
 `;
 
@@ -250,7 +250,7 @@ local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPre
   local r
   if due then r = schedule(key, due, now, jobKeyPrefix) else r = {'none', '', '0', '0'} end
   if add and r[1] == 'add' then
-    bullAdd(r[2], tonumber(r[3]), add[1], add[2], add[3])
+    bullAdd(r[2], tonumber(r[3]), now, add[1], add[2], add[3])
     r[1] = 'added'
   end
   table.insert(r, tostring(failures))

@@ -264,11 +264,10 @@ export class KeyedWorker {
       job.finishedOn = Number(args[FINISH_KEYS + 1]);
       job.attemptsMade += 1;
       await this.afterRelease(key, parseRelease(releasedRaw), outcome, requeueAfterMs, log);
-      if (typeof finished === 'number') {
-        if (finished < 0) throw scripts.finishedErrors({ code: finished, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
-        return undefined;
-      }
-      return raw2NextJobData(finished);
+      if (typeof finished === 'number' && finished < 0) throw scripts.finishedErrors({ code: finished, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
+      // As BullMQ's Scripts.moveToFinished answers: [] when no next job (the worker then marks itself drained
+      // and resets its delays before blocking for the next one).
+      return raw2NextJobData(typeof finished === 'number' ? (finished as unknown as unknown[]) : finished);
     };
   }
 
