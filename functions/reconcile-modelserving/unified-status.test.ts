@@ -171,6 +171,19 @@ describe('routine work emits Normal Events only (issue 13 scenario 5)', () => {
     ]);
   });
 
+  it('a readiness loss in a later reconcile of the same rollout (its clock still runs) is Normal too', () => {
+    // The status read is already of generation 4 (an earlier reconcile of this rollout wrote it while
+    // still Ready); the rollout has not completed, so status.lastProgressTime is set.
+    const midRollout = { ...scaling, lastProgressTime: '2026-01-01T00:00:00.000Z' };
+    const u = unifiedStatus(midRollout, [], [], [], { phase: 'Ready', observedGeneration: 4, generation: 4 });
+    const r = computeStatus({ ...u.input, generation: 4, now: NOW, previous: { ...ready, observedGeneration: 4 } });
+    expect(r.status.phase).toBe('Starting');
+    expect(eventsOf(r)).toEqual([
+      ['Ready', 'Normal'],
+      ['ServingGroupsReady', 'Normal'],
+    ]);
+  });
+
   it('a scale a quota refuses keeps its Warning: a classified error is something wrong', () => {
     const u = unifiedStatus(scaling, [], [], [], { phase: 'Ready', observedGeneration: 3, generation: 4 });
     const refused = { class: 'Capacity' as const, message: 'the API server refused pod x-1-main-0-0: exceeded quota: pods', child: 'ServingGroups' };

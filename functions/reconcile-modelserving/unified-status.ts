@@ -109,6 +109,16 @@ export function specChanged(previous: PreviousState | undefined): boolean {
 }
 
 /**
+ * The spec's rollout or scale is still under way: its first reconcile (a new generation), or any later
+ * one while the rollout clock runs (`status.lastProgressTime`, set until the generation completes).
+ * Keyed on the clock, not on one reconcile, so a readiness loss that lands in a later reconcile of the
+ * same rollout is as routine as one in the first.
+ */
+export function rolloutUnderWay(status: ModelServingStatus, previous: PreviousState | undefined): boolean {
+  return specChanged(previous) || status.lastProgressTime !== undefined;
+}
+
+/**
  * A ModelServing that was Ready (or already Degraded) and is no longer available although its spec did
  * not change since (same generation: no rollout, no scaling, HPA's included) lost capacity: Degraded,
  * not Starting. Routine work always comes with a new generation and stays Starting.
@@ -180,7 +190,7 @@ export function unifiedStatus(
       message: trueOne?.message ?? `${status.availableReplicas ?? 0} of ${status.replicas ?? 0} ServingGroups available`,
     };
     // Rolling out or scaling as the spec asks, nothing wrong: Normal Events only.
-    routine = specChanged(previous);
+    routine = rolloutUnderWay(status, previous);
   }
 
   const errors: ClassifiedError[] = [];
