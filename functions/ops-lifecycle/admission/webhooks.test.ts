@@ -105,6 +105,11 @@ describe('transitionsPatch (kuperator transitions in the same write)', () => {
       expect(labelsAfter(transitionsPatch({ ...update(pod(begun), pod(controlled)), userInfo: { username: 'system:node:n1', groups: ['system:nodes'] } }, 'ready', nanosFromDate(NOW)))?.[k('preCheck')]).toBe(STAMP);
     });
 
+    it('a CREATE is judged with no conditions: the API server drops the status a client sends with a new Pod', () => {
+      const created = { operation: 'CREATE' as const, object: withStatus(pod(preparing, GATED), [{ type: SERVICE_READY_CONDITION, status: 'False' }]) };
+      expect(transitionsPatch(created, 'gate', nanosFromDate(NOW))).toEqual([]);
+    });
+
     it('endpointslices mode: never from a write, for a Pod with the gate (the reconciler lists the slices)', () => {
       const old = withStatus(pod(preparing, GATED), gateFalse);
       expect(transitionsPatch(update(withStatus(pod(preparing, GATED), notReady), old, 'status'), 'endpointslices', nanosFromDate(NOW))).toEqual([]);

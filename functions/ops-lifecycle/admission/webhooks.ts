@@ -51,7 +51,8 @@ export function isNodeWriter(userInfo: WriteReview['userInfo']): boolean {
 /**
  * The label transitions of one write (protocol/admitWrite), as a JSON patch, or nothing. What the write will
  * store decides: on an update of the Pod the API server keeps the stored status (whatever the client sent), on
- * pods/status it keeps the stored spec; labels, annotations and finalizers are the write's in both.
+ * pods/status it keeps the stored spec, and a created Pod starts with no conditions; labels, annotations and
+ * finalizers are the write's in all three.
  */
 export function transitionsPatch(req: WriteReview, trafficOffMode: TrafficOffMode, now: UnixNanos): JsonPatchOp[] {
   // The kubelet's status writes pass unchanged; the reconciler, watching them, makes the transition one event later.
@@ -68,7 +69,8 @@ export function transitionsPatch(req: WriteReview, trafficOffMode: TrafficOffMod
     if (!parsedOld.success) return [];
     old = parsedOld.data;
   }
-  const statusFrom = req.subResource === 'status' || old === undefined ? pod : old;
+  // A new Pod is stored without the status its client sent (the Pod strategy resets it after admission).
+  const statusFrom = old === undefined ? { ...pod, status: {} } : req.subResource === 'status' ? pod : old;
   const specFrom = req.subResource === 'status' && old !== undefined ? old : pod;
   const admitted = admitWrite({
     labels,
