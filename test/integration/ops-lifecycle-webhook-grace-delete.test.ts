@@ -64,10 +64,14 @@ describe('ops-lifecycle webhook: delete through the lifecycle (GraceDelete) on',
     expect(labels).toHaveProperty(perIdKey('operating', GRACE_DELETE_ADAPTER.id));
     expect(labels[perIdKey('operationType', GRACE_DELETE_ADAPTER.id)]).toBe('delete');
     expect(labels).toHaveProperty(Label.preparingToDelete);
+    const begunAt = labels[perIdKey('operating', GRACE_DELETE_ADAPTER.id)];
 
-    // A retry while the Pod drains is refused again, and begins nothing new.
+    // A retry while the Pod drains is refused again, and begins nothing new: the round begun by the first
+    // refusal is the one still running (a second begin would restart it with a new timestamp).
     const again = await deleteError(sb, 'serving');
     expect(again?.message).toMatch(/deletion is underway through PodOpsLifecycle/);
+    const afterRetry = (await sb.core.readNamespacedPod({ name: 'serving', namespace: sb.namespace })).metadata?.labels ?? {};
+    expect(afterRetry[perIdKey('operating', GRACE_DELETE_ADAPTER.id)], 'the same delete round').toBe(begunAt);
     const ops = operationClient({ kc: sb.kc });
     await waitFor('the delete operation to be granted operate', 60_000, async () => (await ops.allowOps(ref, GRACE_DELETE_ADAPTER)).allowed);
 
