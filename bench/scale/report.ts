@@ -120,12 +120,14 @@ export function markdown(res: ScaleResults): string {
       '',
       'RSS from /proc/self/status of each process; start = before any watch (Node: runtime and modules loaded), after sync, and after forced GCs; best of two alternating runs.',
       '',
-      '| Pods (+ Deployments, Services) | watcher | objects held | RSS start | RSS after sync | RSS after GC | RSS after GC − start | heap after GC | sync ms |',
+      '| Pods (+ Deployments, Services) | watcher | objects held | RSS start | RSS after sync | RSS after GC | RSS after GC − start, each run | heap after GC | sync ms |',
       '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     );
     for (const c of res.informer) {
       for (const b of c.best) {
-        lines.push(`| ${c.pods} (+${c.deployments}, +${c.services}) | ${b.variant} | ${b.objects} | ${b.rssStartMiB} | ${b.rssSyncMiB} | ${b.rssGcMiB} | ${round(b.rssGcMiB - b.rssStartMiB, 1)} | ${b.heapMiB} | ${b.syncMs} |`);
+        // Growth within each sample (not the difference of two bests, which may come from different samples).
+        const growth = c.samples.filter((s) => s.variant === b.variant).map((s) => round(s.rssGcMiB - s.rssStartMiB, 1));
+        lines.push(`| ${c.pods} (+${c.deployments}, +${c.services}) | ${b.variant} | ${b.objects} | ${b.rssStartMiB} | ${b.rssSyncMiB} | ${b.rssGcMiB} | ${growth.join(', ')} | ${b.heapMiB} | ${b.syncMs} |`);
       }
     }
     lines.push('');
