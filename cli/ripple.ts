@@ -19,7 +19,7 @@ import { Resources } from '../kube/resources.js';
 import { modelServingRoleStatusReader } from '../functions/reconcile-modelserving/role-status-reader.js';
 import { opsApp, startOpsServer } from '../ops/server.js';
 import { QueueMetrics } from '../queue/metrics.js';
-import { loadProcessConfig } from '../runtime/config.js';
+import { loadProcessConfig, processConfigSchema } from '../runtime/config.js';
 import { httpReconcile, parseDispatchTargets, redactUrl } from '../runtime/dispatcher.js';
 import type { FunctionDefinition } from '../runtime/function.js';
 import { FunctionHost } from '../runtime/host.js';
@@ -27,7 +27,7 @@ import { serveFunction } from '../runtime/http-function.js';
 import { createLogger } from '../runtime/log.js';
 import { startControlPlane, type ControlPlane } from '../sandbox/control-plane.js';
 import { startRedis, type RedisServer } from '../sandbox/redis.js';
-import { EMIT_EVENTS, queueEventSink } from '../runtime/event-sink.js';
+import { EMIT_EVENTS, MAX_PENDING_EVENT_REQUESTS, queueEventSink } from '../runtime/event-sink.js';
 import { LeaderElector } from '../watcher/leader.js';
 import { WatchMetrics } from '../watcher/metrics.js';
 import { Watcher } from '../watcher/watcher.js';
@@ -90,7 +90,11 @@ async function main(): Promise<void> {
   // webhook: the admission webhook server, with options of its own (cli/webhook.ts); no Redis, no queues.
   // RIPPLE_MODE=webhook: a platform that runs the image without arguments (OpenFaaS).
   if (process.argv[2] === 'webhook') return runWebhookCommand(process.argv.slice(3));
-  if (process.argv[2] === undefined && process.env.RIPPLE_MODE === 'webhook') return runWebhookCommand([]);
+  // In function mode: the other mode generates certificates and registers itself, which a platform's function cannot.
+  // A value the schema refuses falls through to loadProcessConfig, which says what is wrong with it.
+  if (process.argv[2] === undefined && processConfigSchema.shape.RIPPLE_MODE.safeParse(process.env.RIPPLE_MODE || undefined).data === 'webhook') {
+    return runWebhookCommand(['--function']);
+  }
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
@@ -210,7 +214,7 @@ async function main(): Promise<void> {
       namespace,
       metrics: new WatchMetrics(registry),
       // A dead-lettered watch event is reported as a Warning Event on its object, through emit-events.
-      events: queueEventSink(host.redis, host.prefix, () => host.queue(EMIT_EVENTS)),
+      events: queueEventSink(host.redis, host.prefix, () => host.queue(EMIT_EVENTS), Date.now, MAX_PENDING_EVENT_REQUESTS, { log, registry }),
     });
     elector = new LeaderElector({
       kc,

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { Counter, type Registry } from 'prom-client';
 import type { RedisClient } from '../queue/connection.js';
 import { scanKeys } from '../queue/scan.js';
 import type { WorkQueue } from '../queue/work-queue.js';
 import { eventRequestSchema, type EventSink } from './events.js';
+import type { Logger } from './log.js';
 
 export const EMIT_EVENTS = 'emit-events';
 
@@ -30,6 +32,27 @@ export async function pendingEventObjects(redis: RedisClient, prefix: string): P
  */
 export const MAX_PENDING_EVENT_REQUESTS = 1000;
 
+export const DROPPED_EVENT_REQUESTS_METRIC = 'ripple_event_requests_dropped_total';
+
+/** Where a request dropped over the cap is reported: the emitter is not failed for it (see below). */
+export interface EventSinkReporting {
+  log?: Logger;
+  /** Counts drops as `ripple_event_requests_dropped_total{kind}`, registered on first use. */
+  registry?: Registry;
+}
+
+/** The registry's drop counter; one per registry, found by name (no module state). */
+function droppedCounter(registry: Registry): Counter<'kind'> {
+  const existing = registry.getSingleMetric(DROPPED_EVENT_REQUESTS_METRIC);
+  if (existing instanceof Counter) return existing as Counter<'kind'>;
+  return new Counter({
+    name: DROPPED_EVENT_REQUESTS_METRIC,
+    help: 'Event requests dropped because the involved object already had the maximum number of requests waiting for emit-events',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+}
+
 /**
  * Hands event requests to emit-events: each request is appended to a list per involved object, and the
  * object's key goes on emit-events' keyed queue. The keyed queue makes one worker at a time the writer
@@ -43,7 +66,9 @@ export function queueEventSink(
   queue: () => WorkQueue,
   now: () => number = Date.now,
   maxPending = MAX_PENDING_EVENT_REQUESTS,
+  reporting: EventSinkReporting = {},
 ): EventSink {
+  const dropped = reporting.registry ? droppedCounter(reporting.registry) : undefined;
   return {
     async emit(input) {
       const request = eventRequestSchema.parse({ ...input, at: now(), id: randomUUID() });
@@ -54,6 +79,17 @@ export function queueEventSink(
       const replies = await redis.multi().rpush(list, JSON.stringify(request)).ltrim(list, 0, maxPending - 1).exec();
       const failed = replies?.find(([err]) => err !== null)?.[0];
       if (failed) throw failed;
+      // RPUSH answers the list's new length: past the cap, LTRIM just dropped this request. The caller
+      // (e.g. the status outbox) takes it as queued: an Event is a notification, and failing the emit
+      // would only retry into the same full list. So it is said here, where an operator looks.
+      const length = replies?.[0]?.[1];
+      if (typeof length === 'number' && length > maxPending) {
+        dropped?.inc({ kind });
+        reporting.log?.warn(
+          { involvedObject: { namespace, kind, name }, type: request.type, reason: request.reason, message: request.message, pending: length, cap: maxPending },
+          'event request dropped: this object already has the maximum number of requests waiting for emit-events',
+        );
+      }
       await queue().add(objectKey, 0, 'event-request');
     },
   };

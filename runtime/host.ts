@@ -8,7 +8,7 @@ import type { QueueMetrics } from '../queue/metrics.js';
 import { ensureResyncInterval, upsertResync } from '../queue/resync.js';
 import { KeyedWorker, type KeyedWorkerOptions, type ReconcileInfo, type ReconcileOutcome } from '../queue/worker.js';
 import { WorkQueue, type ScheduleResult } from '../queue/work-queue.js';
-import { EMIT_EVENTS, queueEventSink } from './event-sink.js';
+import { EMIT_EVENTS, MAX_PENDING_EVENT_REQUESTS, queueEventSink } from './event-sink.js';
 import type { FunctionDefinition, HandlerContext } from './function.js';
 import type { Logger } from './log.js';
 
@@ -209,7 +209,8 @@ export class FunctionHost {
       prefix: this.prefix,
       log,
       now: () => new Date(),
-      events: queueEventSink(this.redis, this.prefix, () => this.queue(EMIT_EVENTS)),
+      // A request dropped over the cap is logged with this reconcile's context and counted.
+      events: queueEventSink(this.redis, this.prefix, () => this.queue(EMIT_EVENTS), Date.now, MAX_PENDING_EVENT_REQUESTS, { log, registry: this.opts.metrics?.registry }),
       enqueue: (fn, key, delayMs) => this.enqueue(fn, key, 'handler', delayMs),
       // Through the host's queue, so a handler builds no BullMQ Queue of its own per call.
       setResyncInterval: (fn, everyMs) => ensureResyncInterval(this.queue(fn), everyMs),

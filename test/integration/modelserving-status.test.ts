@@ -11,6 +11,8 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { Watch, type V1Pod } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { kubeRequest } from '../../kube/raw.js';
@@ -342,5 +344,21 @@ describe('emit-events request lists (issue 13 item 9)', () => {
     const raws = await sb.redis.lrange(objectListKey(sb.prefix, ref), 0, -1);
     expect(raws.map((r) => z.object({ message: z.string() }).parse(JSON.parse(r)).message)).toEqual(['tick 0', 'tick 1', 'tick 2', 'tick 3', 'tick 4']);
     expect(MAX_PENDING_EVENT_REQUESTS).toBe(1000);
+  });
+
+  it('logs (with the object) and counts each request dropped over the cap; the caller is not failed for it', async () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const registry = new Registry();
+    const sink = queueEventSink(host.redis, host.prefix, () => host.queue(EMIT_EVENTS), Date.now, 5, { log, registry });
+    const ref = { apiVersion: 'v1', kind: 'ConfigMap', namespace: sb.namespace, name: 'busier' };
+    for (let i = 0; i < 8; i++) await sink.emit({ involvedObject: ref, type: 'Normal', reason: 'Tick', message: `tick ${i}`, source: 'test' });
+    expect(await sb.redis.llen(objectListKey(sb.prefix, ref))).toBe(5);
+    expect(await registry.getSingleMetricAsString('ripple_event_requests_dropped_total')).toContain('ripple_event_requests_dropped_total{kind="ConfigMap"} 3');
+    const dropped = lines
+      .map((l) => z.object({ msg: z.string() }).passthrough().parse(JSON.parse(l)))
+      .filter((l) => l.msg.startsWith('event request dropped'));
+    expect(dropped.map((l) => l.message)).toEqual(['tick 5', 'tick 6', 'tick 7']);
+    expect(dropped[0]).toMatchObject({ involvedObject: { namespace: sb.namespace, kind: 'ConfigMap', name: 'busier' }, type: 'Normal', reason: 'Tick', pending: 6, cap: 5 });
   });
 });
