@@ -8,8 +8,10 @@
  *    is checked against its old roles (kthena#1707);
  *  - `currentReplicas` counts groups on `currentRevision` (StatefulSet's meaning), so it equals
  *    `updatedReplicas` once the update revision becomes current, with or without a partition;
- *  - exactly one of Available / Progressing / UpdateInProgress is True, and `lastTransitionTime`
- *    moves only when a condition's status changes.
+ *  - at most one of Available / Progressing / UpdateInProgress is True: exactly one until the progress
+ *    deadline passes; past it `Progressing` is False (ProgressDeadlineExceeded), so none is True unless
+ *    an update is still wanted (`UpdateInProgress`), as with a Deployment. `lastTransitionTime` moves
+ *    only when a condition's status changes.
  */
 import type { Condition, ModelServingStatus, RoleStatusSummary } from '../../../api/modelserving.js';
 import { servingGroupName } from './names.js';
