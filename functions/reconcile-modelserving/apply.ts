@@ -22,7 +22,7 @@ import { deleteThroughLifecycle } from '../ops-lifecycle/client/index.js';
 import { describeAction, type Action } from './plan/actions.js';
 import { ownershipOf } from './plan/owner.js';
 import type { ModelServing } from '../../api/modelserving.js';
-import { MODELSERVING_DELETION } from './lifecycle.js';
+import { MODELSERVING_DELETE_OPTIONS } from './lifecycle.js';
 import { classifyRefusal, type Refusal } from './refusal.js';
 import type { ChildResource, WriteTracker } from './write-marks.js';
 
@@ -201,7 +201,7 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         const r = await deleteThroughLifecycle(
           { kc, now: opts.now },
           { namespace, name: a.name, ...(a.uid ? { uid: a.uid } : {}) },
-          { adapter: MODELSERVING_DELETION, pollMs: opts.lifecyclePollMs },
+          MODELSERVING_DELETE_OPTIONS(opts.lifecyclePollMs),
         );
         return r.state === 'waiting' ? { waitMs: r.requeueAfterMs } : {};
       }

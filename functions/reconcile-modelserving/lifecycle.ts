@@ -24,6 +24,12 @@ export const LIFECYCLE_OPT_IN_ANNOTATION = 'ripple.dev/pod-ops-lifecycle';
 /** The lifecycle ID and type ModelServing's deletions run under (one ID per owner, as kuperator's adapters). */
 export const MODELSERVING_DELETION = deletionAdapter('modelserving');
 
+/**
+ * How this function deletes through the lifecycle: its pods' label changes wake it (triggers.ts), so waits on the
+ * lifecycle and on cooperators are event-driven; `pollMs` remains only for an operation delay's timer.
+ */
+export const MODELSERVING_DELETE_OPTIONS = (pollMs: number) => ({ adapter: MODELSERVING_DELETION, pollMs, wokenByPodEvents: true });
+
 export function lifecycleOptedIn(ms: Pick<ModelServing, 'metadata'>): boolean {
   return ms.metadata.annotations?.[LIFECYCLE_OPT_IN_ANNOTATION]?.toLowerCase() === 'true';
 }
@@ -137,11 +143,15 @@ export async function drainOnDeletion(
   const owned = list.items.filter((p) => p.metadata.ownerReferences?.some((o) => o.controller === true && o.uid === ms.metadata.uid));
   const results = await Promise.all(
     owned.map((p) =>
-      deleteThroughLifecycle(deps, { namespace, name: p.metadata.name, ...(p.metadata.uid ? { uid: p.metadata.uid } : {}) }, { adapter: MODELSERVING_DELETION, pollMs }),
+      deleteThroughLifecycle(deps, { namespace, name: p.metadata.name, ...(p.metadata.uid ? { uid: p.metadata.uid } : {}) }, MODELSERVING_DELETE_OPTIONS(pollMs)),
     ),
   );
   const waits = results.flatMap((r) => (r.state === 'waiting' ? [r.requeueAfterMs] : []));
-  if (waits.length > 0) return { requeueAfterMs: Math.min(...waits) };
+  if (waits.length > 0) {
+    // Event-driven waits (Infinity) need no requeue: the pods' label changes bring the ModelServing back.
+    const soonest = Math.min(...waits);
+    return Number.isFinite(soonest) ? { requeueAfterMs: soonest } : undefined;
+  }
   await writeFinalizers(deps.kc, ms, finalizers.filter((f) => f !== LIFECYCLE_DELETION_FINALIZER));
   return undefined;
 }

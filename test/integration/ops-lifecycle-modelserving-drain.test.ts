@@ -1,6 +1,7 @@
 // Issue 15 scenario 5: an opted-in ModelServing's pods must not die undrained. Pods created before the opt-in
 // carry no control label (and cannot gain the readiness gate in place); they are enrolled when their deletion
 // begins, so a cooperator's protection finalizer holds them like any other pod.
+import https from 'node:https';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definition as opsLifecycle } from '../../functions/ops-lifecycle/definition.js';
@@ -35,6 +36,21 @@ async function setFinalizers(sb: TestSandbox, pod: string, finalizers: string[])
   const current = await sb.core.readNamespacedPod({ name: pod, namespace: sb.namespace });
   current.metadata = { ...current.metadata, finalizers };
   await sb.core.replaceNamespacedPod({ name: pod, namespace: sb.namespace, body: current });
+}
+
+/** Counts this process's GETs of one object path (every API request goes through https.request). */
+function countGets(pathSuffix: string): { count(): number; stop(): void } {
+  let n = 0;
+  const original = https.request;
+  (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
+    const first: unknown = args[0];
+    if (typeof first === 'object' && first !== null && !(first instanceof URL)) {
+      const o = first as https.RequestOptions;
+      if ((o.method ?? 'GET') === 'GET' && (o.path ?? '').split('?')[0]?.endsWith(pathSuffix)) n++;
+    }
+    return original.apply(this, args);
+  } as typeof https.request;
+  return { count: () => n, stop: () => void ((https as { request: typeof https.request }).request = original) };
 }
 
 describe('ops-lifecycle: opted-in ModelServing pods are drained (scenario 5)', () => {
@@ -111,5 +127,25 @@ describe('ops-lifecycle: opted-in ModelServing pods are drained (scenario 5)', (
     expect(rec.deleted.map((d) => d.pod.split('/')[0]).sort()).toEqual(['del-0-main-0-0', 'del-0-main-0-1']);
     expect(rec.deleted.filter((d) => !d.granted), 'deleted without operate').toEqual([]);
     expect(ms.metadata.uid).toBeDefined();
+  });
+
+  it('a deletion held by a cooperator costs no requests while it waits (scenario 7: event-driven, not a poll)', async () => {
+    await createMs(sb, msManifest('ev', sb.namespace, { replicas: 2, annotations: { [LIFECYCLE_OPT_IN_ANNOTATION]: 'true' }, roles }));
+    await waitConverged(sb, 'ev', { podsPerGroup: 2 });
+    await setFinalizers(sb, 'ev-1-main-0-0', [HOLD]);
+    await patchMs(sb, 'ev', { spec: { replicas: 1 } });
+    await waitFor('ev-1-main-0-0 preparing', 30_000, async () => (await listPods(sb, 'ev')).find((p) => p.metadata?.name === 'ev-1-main-0-0')?.metadata?.labels?.[PREPARING] !== undefined);
+    // Its group's other pod is not held: let its deletion (and the events it brings) finish first.
+    await waitFor('ev-1-main-0-1 gone', 30_000, async () => !(await listPods(sb, 'ev')).some((p) => p.metadata?.name === 'ev-1-main-0-1'));
+    await new Promise((r) => setTimeout(r, 1_500)); // the last events' reconciles finish
+    // 6 s of a held deletion (MODELSERVING_LIFECYCLE_POLL_MS is 500 here): a poll would read the pod ~12 times.
+    const gets = countGets(`/namespaces/${sb.namespace}/pods/ev-1-main-0-0`);
+    await new Promise((r) => setTimeout(r, 6_000));
+    gets.stop();
+    expect(gets.count(), 'GETs of the held pod while nothing changed').toBeLessThanOrEqual(1);
+
+    await setFinalizers(sb, 'ev-1-main-0-0', []);
+    const done = await waitConverged(sb, 'ev', { podsPerGroup: 2, timeoutMs: 60_000 });
+    expect(done.pods.every((p) => groupOf(p) === 'ev-0')).toBe(true);
   });
 });

@@ -39,6 +39,12 @@ export interface DeleteThroughLifecycleOptions {
    * goes; `delete` deletes it at once, as nothing would advance a lifecycle (use it when no ops-lifecycle runs).
    */
   uncontrolled?: 'enrol' | 'delete';
+  /**
+   * The owner is reconciled on its Pods' label changes (ModelServing's triggers are): while the lifecycle starts
+   * and cooperators drain, every step that ends the wait is a label write on the Pod, so no timer is needed. The
+   * waiting answers then carry `requeueAfterMs: Infinity` (no requeue) except during an operation delay.
+   */
+  wokenByPodEvents?: boolean;
 }
 
 export type DeleteThroughLifecycleResult =
@@ -68,7 +74,7 @@ export async function deleteThroughLifecycle(
   opts: DeleteThroughLifecycleOptions = {},
 ): Promise<DeleteThroughLifecycleResult> {
   const adapter = opts.adapter ?? deletionAdapter();
-  const pollMs = opts.pollMs ?? 2_000;
+  const pollMs = opts.wokenByPodEvents ? Number.POSITIVE_INFINITY : (opts.pollMs ?? 2_000);
   return retryOnConflict(
     `delete through lifecycle ${ref.namespace}/${ref.name}`,
     async (): Promise<DeleteThroughLifecycleResult> => {
