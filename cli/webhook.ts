@@ -26,7 +26,7 @@ export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gat
   --grace-delete (off by default; RIPPLE_WEBHOOK_GRACE_DELETE=true): Pod DELETE through the lifecycle (kuperator's
   GraceDelete); it begins delete operations with this process's credentials (pods get, patch).
   Without a cluster flag it uses the running local sandbox.
-  --function: served as a function on a platform (Knative, OpenFaaS; RIPPLE_MODE=webhook with
+  --function: served as a function on a platform (Knative, OpenFaaS; RIPPLE_MODE=webhook, or
   RIPPLE_WEBHOOK_FUNCTION=true): listens on PORT (default 8080) with /_/health and /_/ready, plain HTTP behind
   the platform's TLS, or HTTPS from --tls-cert-file/--tls-key-file (WEBHOOK_TLS_CERT_FILE/_KEY_FILE, e.g. a
   cert-manager Secret, re-read every minute). With --grace-delete it requires RIPPLE_FUNCTION_TOKEN (or _FILE),
@@ -35,6 +35,21 @@ export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gat
   infra/deploy register it (docs/ops-lifecycle.md, "Served as a function").`;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+const flag = (name: string) => z.enum(['true', 'false'], { error: `${name} must be "true" or "false"` }).optional();
+const webhookEnvSchema = z.object({
+  /** Pod DELETE through the lifecycle, as --grace-delete. */
+  RIPPLE_WEBHOOK_GRACE_DELETE: flag('RIPPLE_WEBHOOK_GRACE_DELETE'),
+  /** Serve as a function, as --function. */
+  RIPPLE_WEBHOOK_FUNCTION: flag('RIPPLE_WEBHOOK_FUNCTION'),
+});
+
+/** The webhook's switches from the environment; a value other than true/false is an error that names it. */
+export function webhookEnv(env: Readonly<Record<string, string | undefined>>): { graceDelete: boolean; function: boolean } {
+  const parsed = webhookEnvSchema.safeParse({ RIPPLE_WEBHOOK_GRACE_DELETE: env.RIPPLE_WEBHOOK_GRACE_DELETE || undefined, RIPPLE_WEBHOOK_FUNCTION: env.RIPPLE_WEBHOOK_FUNCTION || undefined });
+  if (!parsed.success) throw new Error(`invalid environment: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+  return { graceDelete: parsed.data.RIPPLE_WEBHOOK_GRACE_DELETE === 'true', function: parsed.data.RIPPLE_WEBHOOK_FUNCTION === 'true' };
+}
 
 const optionsSchema = z.object({
   port: z.coerce.number().int().min(1).max(65535).default(9443),
@@ -72,7 +87,7 @@ async function runWebhookFunction(values: Record<string, string | boolean | unde
   const opts = parsed.data;
   const log = createLogger('ripple').child({ mode: 'webhook-function' });
   // Only delete through the lifecycle writes to the cluster: with the function's own ServiceAccount.
-  const graceDelete = values['grace-delete'] === true || process.env.RIPPLE_WEBHOOK_GRACE_DELETE === 'true';
+  const graceDelete = values['grace-delete'] === true || webhookEnv(process.env).graceDelete;
   const kubeconfig = str(values.kubeconfig) ?? process.env.RIPPLE_KUBECONFIG;
   const target: KubeTarget = kubeconfig ? { kind: 'kubeconfig', path: kubeconfig, context: str(values.context) } : { kind: 'in-cluster' };
   const fn = await serveWebhookFunction({
@@ -121,7 +136,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
     console.log(WEBHOOK_USAGE);
     return;
   }
-  if (values.function || process.env.RIPPLE_WEBHOOK_FUNCTION === 'true') return runWebhookFunction(values);
+  if (values.function || webhookEnv(process.env).function) return runWebhookFunction(values);
   const parsed = optionsSchema.safeParse({
     port: values.port,
     listen: values.listen,
@@ -146,7 +161,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
   const log = createLogger('ripple').child({ mode: 'webhook' });
   const baseUrl = (opts.url ?? `https://127.0.0.1:${opts.port}`).replace(/\/$/, '');
   const hosts = [new URL(baseUrl).hostname.replace(/^\[|\]$/g, ''), ...(opts.san?.split(',').filter(Boolean) ?? [])];
-  const graceDelete = values['grace-delete'] === true || process.env.RIPPLE_WEBHOOK_GRACE_DELETE === 'true';
+  const graceDelete = values['grace-delete'] === true || webhookEnv(process.env).graceDelete;
   const webhooks = opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy, trafficOff: opts.trafficOff, ...(graceDelete ? { graceDelete: { kc } } : {}) });
   const server = await startWebhookServer({
     webhooks,

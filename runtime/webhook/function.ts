@@ -86,7 +86,7 @@ export async function serveWebhookFunction(opts: WebhookFunctionOptions): Promis
   });
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : opts.port;
-  log.info({ port, tls: pair !== undefined, token: token !== undefined, webhooks: opts.webhooks.map((w) => w.name) }, 'webhook function listening');
+  log.info({ port, tls: pair !== undefined, callerAuthenticated: token !== undefined, webhooks: opts.webhooks.map((w) => w.name) }, 'webhook function listening');
 
   const reloadTls = async (): Promise<boolean> => {
     if (!opts.tls || !('setSecureContext' in server)) return false;
