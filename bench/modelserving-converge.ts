@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import fetch from 'node-fetch';
@@ -29,6 +29,7 @@ import { createLogger } from '../runtime/log.js';
 import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';
+import { baselineCheckout } from './baseline.js';
 import { nowMs, round } from './stats.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -39,6 +40,32 @@ const GROUPS = 2;
 const ROLES = ['prefill', 'decode'];
 const IMAGE = 'registry.k8s.io/pause:3.10';
 const config = modelServingConfig(process.env);
+/**
+ * BENCH_BASELINE_REF=<commit>: also run Ripple as it was at that commit (its checkout beside this one,
+ * bench/baseline.ts), in the same rounds, so before and after are measured side by side.
+ */
+const BEFORE_REF = process.env.BENCH_BASELINE_REF;
+
+/** What the Ripple side runs: this checkout's modules, or the same modules from the BENCH_BASELINE_REF checkout. */
+interface RippleModules {
+  modelServing: typeof modelServing;
+  emitEvents: typeof emitEvents;
+  FunctionHost: typeof FunctionHost;
+  Watcher: typeof Watcher;
+}
+const current: RippleModules = { modelServing, emitEvents, FunctionHost, Watcher };
+
+async function modulesAt(root: string): Promise<RippleModules> {
+  const load = (file: string) => import(pathToFileURL(path.join(root, file)).href);
+  const [ms, ee, host, watcher] = await Promise.all([
+    load('functions/reconcile-modelserving/definition.ts'),
+    load('functions/emit-events/definition.ts'),
+    load('runtime/host.ts'),
+    load('watcher/watcher.ts'),
+  ]);
+  // The same exports at another commit: their shapes are this checkout's as far as the benchmark uses them.
+  return { modelServing: ms.definition, emitEvents: ee.definition, FunctionHost: host.FunctionHost, Watcher: watcher.Watcher } as RippleModules;
+}
 // Ripple's most requests in flight: reconciles per worker × requests per reconcile's stage.
 const CLIENT_CONCURRENCY = config.MODELSERVING_CONCURRENCY * config.MODELSERVING_APPLY_CONCURRENCY;
 
@@ -297,10 +324,10 @@ async function baseline(kc: KubeConfig) {
   });
 }
 
-async function ripple(kc: KubeConfig, redisUrl: string) {
+async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = current) {
   return withNamespace(kc, 'bench-ms-ripple', async (ns) => {
     const log = createLogger('bench-modelserving', process.env.LOG_LEVEL ?? 'warn');
-    const ms = modelServing();
+    const ms = mods.modelServing();
     // Reconciles finished, so the steady resync below knows when all of its keys ran.
     let reconciled = 0;
     const inner = ms.reconcile;
@@ -311,11 +338,11 @@ async function ripple(kc: KubeConfig, redisUrl: string) {
         reconciled++;
       }
     };
-    const functions = [ms, emitEvents()];
+    const functions = [ms, mods.emitEvents()];
     const prefix = `bench-ms-${Date.now().toString(36)}`;
     counts = fresh();
-    const host = new FunctionHost({ kc, redisUrl, prefix, functions, log, namespace: ns });
-    const watcher = new Watcher({
+    const host = new mods.FunctionHost({ kc, redisUrl, prefix, functions, log, namespace: ns });
+    const watcher = new mods.Watcher({
       kc,
       functions,
       enqueue: async (fn, key, reason) => void (await host.enqueue(fn, key, reason)),
@@ -359,7 +386,7 @@ async function ripple(kc: KubeConfig, redisUrl: string) {
     counts = resyncCounts;
     const cpu1 = process.cpuUsage();
     const target = reconciled + COUNT;
-    const enqueued = await host.resync(modelServing().name, 'resync');
+    const enqueued = await host.resync(ms.name, 'resync');
     for (let waited = 0; reconciled < target && waited < 60_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
     // Anything a reconcile handed to emit-events lands shortly after it.
     await new Promise((r) => setTimeout(r, 2_000));
@@ -414,19 +441,29 @@ const redis = await startRedis();
 try {
   installCrds(controlPlane.kubeconfig);
   const kc = loadKubeConfig({ kind: 'kubeconfig', path: controlPlane.kubeconfig });
+  const beforeModules = BEFORE_REF ? await modulesAt(baselineCheckout(root, BEFORE_REF)) : undefined;
   const rounds = [];
   for (let r = 0; r < ROUNDS; r++) {
     // Alternate the order so neither side always runs on a warmer (or busier) machine.
-    const order = r % 2 === 0 ? (['baseline', 'ripple'] as const) : (['ripple', 'baseline'] as const);
-    const row: { baseline?: Awaited<ReturnType<typeof baseline>>; ripple?: Awaited<ReturnType<typeof ripple>> } = {};
+    const sides = beforeModules ? (['baseline', 'ripple', 'before'] as const) : (['baseline', 'ripple'] as const);
+    const order = r % 2 === 0 ? [...sides] : [...sides].reverse();
+    const row: { baseline?: Awaited<ReturnType<typeof baseline>>; ripple?: Awaited<ReturnType<typeof ripple>>; before?: Awaited<ReturnType<typeof ripple>> } = {};
     for (const side of order) {
       if (side === 'baseline') row.baseline = await baseline(kc);
-      else row.ripple = await ripple(kc, redis.url);
+      else if (side === 'ripple') row.ripple = await ripple(kc, redis.url);
+      else if (beforeModules) row.before = await ripple(kc, redis.url, beforeModules);
     }
     const b = row.baseline;
     const rp = row.ripple;
     if (!b || !rp) throw new Error('a side did not run');
-    rounds.push({ ...row, ratio: round(rp.seconds / b.seconds, 2) });
+    rounds.push({ ...row, ratio: round(rp.seconds / b.seconds, 2), ...(row.before ? { beforeRatio: round(row.before.seconds / b.seconds, 2) } : {}) });
+    if (row.before) {
+      const bf = row.before;
+      console.log(
+        `round ${r + 1}: ripple before (${BEFORE_REF}) ${bf.seconds}s, ${bf.cpuSeconds} CPU s (${bf.total} requests, ${round(bf.total / COUNT, 1)}/ModelServing; +${bf.eventWrites} Event writes), ratio ${round(bf.seconds / b.seconds, 2)}; ` +
+          `steady resync: API server writes ${JSON.stringify(bf.resync.apiserverWrites)}, requests ${total(bf.resync.requests, true)}`,
+      );
+    }
     console.log(
       `round ${r + 1}: ripple ${rp.seconds}s, ${rp.cpuSeconds} CPU s (${rp.total} requests, ${round(rp.total / COUNT, 1)}/ModelServing; +${rp.eventWrites} Event writes), ` +
         `baseline ${b.seconds}s, ${b.cpuSeconds} CPU s (${b.total} requests), ratio ${round(rp.seconds / b.seconds, 2)}; ` +
@@ -435,6 +472,7 @@ try {
   }
   const ripples = rounds.map((r) => r.ripple).filter((x) => x !== undefined);
   const baselines = rounds.map((r) => r.baseline).filter((x) => x !== undefined);
+  const befores = rounds.map((r) => r.before).filter((x) => x !== undefined);
   const summary = {
     modelServings: COUNT,
     podsPerModelServing: GROUPS * ROLES.length * 2,
@@ -454,6 +492,20 @@ try {
       eventWrites: round(median(ripples.map((x) => x.eventWrites)) / COUNT, 1),
       baseline: round(median(baselines.map((x) => x.total)) / COUNT, 1),
     },
+    ...(befores.length > 0
+      ? {
+          before: {
+            ref: BEFORE_REF,
+            medianSeconds: round(median(befores.map((x) => x.seconds)), 3),
+            medianRatio: round(median(rounds.map((r) => r.beforeRatio ?? Number.NaN)), 2),
+            medianCpuSeconds: round(median(befores.map((x) => x.cpuSeconds)), 2),
+            requestsPerModelServing: round(median(befores.map((x) => x.total)) / COUNT, 1),
+            eventWrites: round(median(befores.map((x) => x.eventWrites)) / COUNT, 1),
+            steadyResyncApiServerWrites: Math.max(...befores.map((x) => Object.values(x.resync.apiserverWrites).reduce((n, v) => n + v, 0))),
+            steadyResyncRequestsPerModelServing: round(median(befores.map((x) => total(x.resync.requests, true))) / COUNT, 1),
+          },
+        }
+      : {}),
   };
   const result = { bench: 'modelserving-converge', at: new Date().toISOString(), node: process.version, summary, rounds };
   mkdirSync(path.join(here, 'results'), { recursive: true });
@@ -472,7 +524,19 @@ try {
     `| Ripple (reconcile-modelserving) | ${summary.medianSeconds.ripple} | ${summary.medianCpuSeconds.ripple} | ${summary.requestsPerModelServing.ripple} (+ ${summary.requestsPerModelServing.eventWrites} Event writes) |`,
     `| baseline (direct creates) | ${summary.medianSeconds.baseline} | ${summary.medianCpuSeconds.baseline} | ${summary.requestsPerModelServing.baseline} |`,
     `| ratio | ${summary.medianRatio} | | ${round(summary.requestsPerModelServing.ripple / summary.requestsPerModelServing.baseline, 2)} |`,
+    ...(summary.before
+      ? [
+          `| Ripple before (${summary.before.ref}) | ${summary.before.medianSeconds} | ${summary.before.medianCpuSeconds} | ${summary.before.requestsPerModelServing} (+ ${summary.before.eventWrites} Event writes) |`,
+          `| before / baseline | ${summary.before.medianRatio} | | ${round(summary.before.requestsPerModelServing / summary.requestsPerModelServing.baseline, 2)} |`,
+        ]
+      : []),
     '',
+    ...(summary.before
+      ? [
+          `Ripple before (${summary.before.ref}), steady resync: ${summary.before.steadyResyncApiServerWrites} API writes, ${summary.before.steadyResyncRequestsPerModelServing} requests per ModelServing.`,
+          '',
+        ]
+      : []),
     `Steady resync of the ${COUNT} converged ModelServings (each reconciled once more): ${summary.steadyResync.apiServerWrites} API writes ` +
       `(apiserver_request_total of POST/PUT/PATCH/DELETE on pods, services, controllerrevisions, podgroups, modelservings and events, before and after; the most of any round), ` +
       `${summary.steadyResync.requestsPerModelServing} requests per ModelServing in all.`,

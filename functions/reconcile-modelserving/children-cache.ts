@@ -157,6 +157,21 @@ export class ChildrenCache {
     };
   }
 
+  /**
+   * A reconcile of `name` listed instead (the cache was behind): events up to the lists' versions were
+   * seen by it, so rule 2 need not bring the ModelServing back for them.
+   */
+  noteListed(name: string, listedAt: Versions): void {
+    this.lastUsed = Date.now();
+    const read = this.lastRead.get(name);
+    if (read === undefined) return; // never read from the cache here: rule 2 does not watch it yet
+    for (const kind of CHILD_RESOURCES) {
+      const v = listedAt[kind];
+      const r = read[kind];
+      if (v !== undefined && (r === undefined || isNewer(v, r))) read[kind] = v;
+    }
+  }
+
   /** The ModelServing is gone: nothing to bring back for it. */
   forget(name: string): void {
     this.lastRead.delete(name);

@@ -119,14 +119,14 @@ async function readChildren(
   marks: WriteMarks,
 ): Promise<{ children: Children; listed: boolean }> {
   // PodGroups are not cached: with Volcano installed every reconcile lists.
-  if (config.MODELSERVING_CHILDREN_CACHE === 'true' && !cluster.volcanoPodGroups) {
-    const cache = childrenCacheFor(ctx.kc, namespace, ctx.log);
-    // A cache still listing for the first time is not waited for; one behind our last write is, briefly.
-    if (cache.ready() && (await cache.waitFor(marks))) {
-      return { children: cache.read(name, (key) => ctx.enqueue(RECONCILE_MODELSERVING, key)), listed: false };
-    }
+  const cache = config.MODELSERVING_CHILDREN_CACHE === 'true' && !cluster.volcanoPodGroups ? childrenCacheFor(ctx.kc, namespace, ctx.log) : undefined;
+  // A cache still listing for the first time is not waited for; one behind our last write is, briefly.
+  if (cache?.ready() && (await cache.waitFor(marks))) {
+    return { children: cache.read(name, (key) => ctx.enqueue(RECONCILE_MODELSERVING, key)), listed: false };
   }
-  return { children: await listChildren(ctx.kc, namespace, name, cluster.volcanoPodGroups), listed: true };
+  const children = await listChildren(ctx.kc, namespace, name, cluster.volcanoPodGroups);
+  if (cache && children.listedAt) cache.noteListed(name, children.listedAt);
+  return { children, listed: true };
 }
 
 function earliest(...values: Array<number | undefined>): number | undefined {

@@ -30,6 +30,8 @@ export interface Children {
   services: V1Service[];
   controllerRevisions: V1ControllerRevision[];
   podGroups?: PodGroupObject[];
+  /** The resourceVersion each list was answered at (lists only), so the children cache knows what a list saw. */
+  listedAt?: { pods?: string; services?: string; controllerrevisions?: string };
 }
 
 const podGroupSchema = z.object({
@@ -60,11 +62,15 @@ const podGroupListSchema = z.object({ items: z.array(podGroupSchema) });
  * measurable share of a converge's CPU (bench/README.md, "ModelServing converge"); timestamps stay
  * strings, which `toMillis` reads.
  */
-const itemsSchema = z.object({ items: z.array(z.looseObject({ metadata: z.looseObject({ name: z.string() }) })) });
+const itemsSchema = z.object({
+  metadata: z.object({ resourceVersion: z.string().optional() }).optional(),
+  items: z.array(z.looseObject({ metadata: z.looseObject({ name: z.string() }) })),
+});
 
-async function listOf<T>(kc: KubeConfig, path: string, labelSelector: string): Promise<T[]> {
+async function listOf<T>(kc: KubeConfig, path: string, labelSelector: string): Promise<{ items: T[]; resourceVersion: string | undefined }> {
   // Plain JSON through kube/raw.ts: its pooled keep-alive connections, no per-request TLS handshake.
-  return itemsSchema.parse(await kubeRequest(kc, path, { query: { labelSelector } })).items as T[];
+  const list = itemsSchema.parse(await kubeRequest(kc, path, { query: { labelSelector } }));
+  return { items: list.items as T[], resourceVersion: list.metadata?.resourceVersion };
 }
 
 export async function listChildren(kc: KubeConfig, namespace: string, msName: string, volcano: boolean): Promise<Children> {
@@ -77,7 +83,11 @@ export async function listChildren(kc: KubeConfig, namespace: string, msName: st
       ? kubeRequest(kc, collectionPath(Resources.podGroup, namespace), { query: { labelSelector } }).then((raw) => podGroupListSchema.parse(raw).items)
       : Promise.resolve(undefined),
   ]);
-  return { pods, services, controllerRevisions, ...(podGroups ? { podGroups } : {}) };
+  const listedAt: NonNullable<Children['listedAt']> = {};
+  if (pods.resourceVersion) listedAt.pods = pods.resourceVersion;
+  if (services.resourceVersion) listedAt.services = services.resourceVersion;
+  if (controllerRevisions.resourceVersion) listedAt.controllerrevisions = controllerRevisions.resourceVersion;
+  return { pods: pods.items, services: services.items, controllerRevisions: controllerRevisions.items, ...(podGroups ? { podGroups } : {}), listedAt };
 }
 
 const discoverySchema = z.object({ resources: z.array(z.object({ name: z.string() }).passthrough()) });
