@@ -86,11 +86,18 @@ export class WorkQueue {
     return [...scriptKeys(this.keys), ...bullAddKeys(this.bull)];
   }
 
-  /** What BullMQ's add of a reconcile job for `key` would send, for a script to add it itself. */
-  addArgs(key: string, reason: string): Promise<[Buffer, string, Buffer]> {
+  /**
+   * What BullMQ's add of a reconcile job for `key` would send, for a script to add it itself. BullMQ
+   * builds the packed arguments and options once per queue: the script sets what differs per job (its id,
+   * delay and timestamp), so only the data is new per call (JSON, as BullMQ's Job.asJSON writes it).
+   */
+  async addArgs(key: string, reason: string): Promise<[Buffer, string, Buffer]> {
+    this.addTemplate ??= bullAddArgs(this.bull, RECONCILE_JOB, {}, { ...JOB_DEFAULTS });
+    const [packedArgs, , packedOpts] = await this.addTemplate;
     const data: ReconcileJob = { key, reason };
-    return bullAddArgs(this.bull, RECONCILE_JOB, data, { ...JOB_DEFAULTS });
+    return [packedArgs, JSON.stringify(data), packedOpts];
   }
+  private addTemplate: Promise<[Buffer, string, Buffer]> | undefined;
 
   /** Requests a reconcile of `key`, now or after `delayMs`. */
   async add(key: string, delayMs = 0, reason = 'event'): Promise<ScheduleResult> {
