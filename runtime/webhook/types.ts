@@ -16,8 +16,10 @@ export interface RuleWithOperations {
 
 /**
  * A mutating admission webhook as a function: what the API server sends it (rules, selectors), how the API
- * server treats its failures, and the pure decision. The runtime serves it over HTTPS at `/<path>` and registers
- * it by URL with the CA bundle.
+ * server treats its failures, and the decision (pure unless it declares `NoneOnDryRun`). The runtime serves it
+ * at `/<path>`: `ripple webhook` over HTTPS with its own certificate, registered by URL with the CA bundle;
+ * `ripple webhook --function` over HTTPS from mounted files or plain HTTP behind a platform's TLS, registered by
+ * the manifests (the API server itself only calls webhooks over HTTPS).
  */
 export interface AdmissionWebhookDefinition {
   /** The webhook's name in the configuration: a fully qualified name, e.g. `pod-gate.ops-lifecycle.ripple.dev`. */
