@@ -42,6 +42,14 @@ read -r p_etcd p_peer p_api < <(node -e '
 
 openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
 openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+# The aggregation layer, for API servers registered by an APIService (KEDA's external metrics server,
+# sandbox/keda.ts): kube-apiserver proxies to them with this client certificate, which they trust
+# through the requestheader CA it publishes in kube-system/extension-apiserver-authentication.
+ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+openssl req -x509 "${ec[@]}" -keyout "$dir/front-proxy-ca.key" -out "$dir/front-proxy-ca.crt" -days 3650 -subj /CN=ripple-front-proxy-ca 2>/dev/null
+openssl req "${ec[@]}" -keyout "$dir/front-proxy-client.key" -out "$dir/front-proxy-client.csr" -subj /CN=front-proxy-client 2>/dev/null
+openssl x509 -req -in "$dir/front-proxy-client.csr" -CA "$dir/front-proxy-ca.crt" -CAkey "$dir/front-proxy-ca.key" -CAcreateserial \
+  -out "$dir/front-proxy-client.crt" -days 3650 -extfile <(printf 'extendedKeyUsage=clientAuth\n') 2>/dev/null
 token="$(openssl rand -hex 24)"
 umask 077
 printf '%s,ripple-admin,ripple-admin,"system:masters"\n' "$token" > "$dir/tokens.csv"
@@ -100,6 +108,10 @@ launch kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$p_
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
   --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
+  --requestheader-client-ca-file "$dir/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+  --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+  --requestheader-extra-headers-prefix X-Remote-Extra- \
+  --proxy-client-cert-file "$dir/front-proxy-client.crt" --proxy-client-key-file "$dir/front-proxy-client.key" \
   --watch-cache-sizes podtemplates#0  # PodTemplates watch etcd directly, so tests can force a real 410 by compacting
 cat > "$dir/kubeconfig" <<KC
 apiVersion: v1
@@ -124,7 +136,8 @@ say "starting kube-controller-manager, kube-scheduler and kwok"
 start_serving kube-controller-manager 'https://127.0.0.1:{PORT}/healthz' "$bin/kube-controller-manager" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
   --bind-address 127.0.0.1 --secure-port '{PORT}' --service-account-private-key-file "$dir/sa.key" \
   --root-ca-file "$dir/certs/apiserver.crt" --authorization-always-allow-paths /healthz,/readyz,/livez,/metrics \
-  --concurrent-gc-syncs 5 --concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10
+  --concurrent-gc-syncs 5 --concurrent-deployment-syncs 10 --concurrent-replicaset-syncs 10 \
+  --horizontal-pod-autoscaler-sync-period 5s  # HPAs (KEDA's end-to-end test) act within seconds, not 15 s
 start_serving kube-scheduler 'https://127.0.0.1:{PORT}/healthz' "$bin/kube-scheduler" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
   --bind-address 127.0.0.1 --secure-port '{PORT}' --authorization-always-allow-paths /healthz,/readyz,/livez,/metrics
 start_serving kwok 'http://127.0.0.1:{PORT}/healthz' "$bin/kwok" --kubeconfig "$dir/kubeconfig" --config "$bin/kwok-stages.yaml" --manage-all-nodes=true \
