@@ -1,8 +1,11 @@
 import { z } from 'zod';
 import { objectMetaSchema } from '../../../kube/object.js';
-import type { ConditionStatus, PodState } from '../protocol/index.js';
+import { toConditionStatus, type PodState } from '../protocol/index.js';
 
-/** The slice of a Pod in an AdmissionReview that the webhooks read (a Pod being created may have no name yet). */
+/**
+ * The slice of a Pod in an AdmissionReview that the webhooks read. Not pod-access's lifecyclePodSchema: a Pod
+ * being created may have no name yet (generateName), and a review is read leniently (null lists as empty).
+ */
 export const admittedPodSchema = z
   .object({
     metadata: objectMetaSchema.partial({ name: true }),
@@ -12,15 +15,13 @@ export const admittedPodSchema = z
   .passthrough();
 export type AdmittedPod = z.infer<typeof admittedPodSchema>;
 
-const toStatus = (s: string): ConditionStatus => (s === 'True' || s === 'False' ? s : 'Unknown');
-
 /** The protocol's view of a Pod, its metadata from `meta`, its conditions from `status` and gates from `spec`. */
 export function admittedPodState(meta: AdmittedPod, status: AdmittedPod = meta, spec: AdmittedPod = meta): PodState {
   return {
     labels: meta.metadata.labels ?? {},
     annotations: meta.metadata.annotations ?? {},
     finalizers: meta.metadata.finalizers ?? [],
-    conditions: (status.status?.conditions ?? []).map((c) => ({ type: c.type, status: toStatus(c.status) })),
+    conditions: (status.status?.conditions ?? []).map((c) => ({ type: c.type, status: toConditionStatus(c.status) })),
     readinessGates: (spec.spec?.readinessGates ?? []).map((g) => g.conditionType),
     deleting: meta.metadata.deletionTimestamp !== undefined,
   };

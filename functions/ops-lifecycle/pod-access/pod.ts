@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { objectMetaSchema } from '../../../kube/object.js';
-import type { ConditionStatus, PodState } from '../protocol/index.js';
+import { toConditionStatus, type PodState } from '../protocol/index.js';
 
 /**
  * The part of a Pod the lifecycle reads, parsed at the API boundary. Everything else is kept as it came
@@ -28,10 +28,6 @@ export interface PodRef {
   namespace: string;
   name: string;
   uid?: string;
-}
-
-function toConditionStatus(s: string): ConditionStatus {
-  return s === 'True' || s === 'False' ? s : 'Unknown';
 }
 
 /** The protocol's plain view of a fetched Pod. */

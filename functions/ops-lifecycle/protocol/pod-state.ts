@@ -24,7 +24,8 @@ export interface PodState {
   deleting: boolean;
 }
 
-function toConditionStatus(s: string): ConditionStatus {
+/** A condition's status as the protocol reads it: anything but True or False is Unknown. */
+export function toConditionStatus(s: string): ConditionStatus {
   return s === 'True' || s === 'False' ? s : 'Unknown';
 }
 
