@@ -192,7 +192,13 @@ export async function startKeda(opts: KedaOptions): Promise<RunningKeda> {
  * none: every proxied request would be anonymous and refused.
  */
 async function requireAggregationLayer(kc: KubeConfig): Promise<void> {
-  const cm = configMapSchema.parse(await kubeRequest(kc, '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication'));
+  // Without any client CA flag kube-apiserver does not publish the ConfigMap at all.
+  const cm = configMapSchema.parse(
+    await kubeRequest(kc, '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication').catch((err: unknown) => {
+      if (isStatus(err, 404)) return {};
+      throw err;
+    }),
+  );
   if (!cm.data?.['requestheader-client-ca-file']) {
     throw new Error(
       'the sandbox kube-apiserver runs without the aggregation layer (no --requestheader-client-ca-file): it was started before ' +
