@@ -163,7 +163,8 @@ async function countRoundTrips(mode: Mode, redisUrl: string) {
   for (let i = 0; i < COUNTED_JOBS; i++) await side.add(`ns/obj-${i}`);
   await settle();
   const perEnqueue = counter.take(COUNTED_JOBS);
-  const workers = await startWorkers(1, { REDIS_URL: redisUrl, PREFIX: prefix, QUEUE: name, MODE: mode === 'plain' ? 'plain' : 'ripple' }, root);
+  // BENCH_COUNT_WORKERS: drain with more than one worker, to see what competing workers add.
+  const workers = await startWorkers(Number(process.env.BENCH_COUNT_WORKERS ?? 1), { REDIS_URL: redisUrl, PREFIX: prefix, QUEUE: name, MODE: mode === 'plain' ? 'plain' : 'ripple' }, root);
   await waitForStarts(redis, `${prefix}:bench:starts`, COUNTED_JOBS + 1);
   await settle();
   const perJobOnWorker = counter.take(COUNTED_JOBS + 1);
