@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { webhookEnv } from '../../cli/webhook.js';
 import { allFunctions } from '../../functions/index.js';
+import { TRAFFIC_OFF_MODES } from '../../functions/ops-lifecycle/protocol/index.js';
 import { JOB_COUNT_METRIC } from '../../ops/queue-counts.js';
 import { processConfigSchema, loadProcessConfig } from '../../runtime/config.js';
 import { parseDispatchTargets } from '../../runtime/dispatcher.js';
@@ -21,7 +23,11 @@ import { openSandbox, type TestSandbox } from '../harness/sandbox.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const deploy = path.join(root, 'infra', 'deploy');
 const kubectlBin = existsSync(path.join(root, '.cache/control-plane/bin/kubectl')) ? path.join(root, '.cache/control-plane/bin/kubectl') : 'kubectl';
-const BUILDS = ['overlays/all-in-one', 'overlays/scaled', 'overlays/serverless', 'openfaas/control-plane', 'openfaas/functions-rbac'] as const;
+// The last two: ops-lifecycle's admission webhooks served as a Knative Service / through the OpenFaaS gateway
+// (each applied on its own; ops-lifecycle-webhook-manifests.test.ts checks them against the code's webhooks).
+const BUILDS = ['overlays/all-in-one', 'overlays/scaled', 'overlays/serverless', 'openfaas/control-plane', 'openfaas/functions-rbac', 'components/knative/webhook', 'openfaas/webhook'] as const;
+/** Fewer objects than this from a build means it lost some; the webhook builds are small. */
+const MIN_OBJECTS: Partial<Record<(typeof BUILDS)[number], number>> = { 'components/knative/webhook': 3, 'openfaas/webhook': 1 };
 const FUNCTIONS = ['reconcile-modelserving', 'reconcile-autoscaler', 'ops-lifecycle', 'emit-events'];
 
 let sb: TestSandbox;
@@ -244,7 +250,7 @@ afterAll(async () => {
 describe('infra/deploy manifests', () => {
   it.each(BUILDS)('%s builds and every object passes a server-side dry run with strict validation', (dir) => {
     const { text, objects } = build(dir, sb.namespace);
-    expect(objects.length).toBeGreaterThan(5);
+    expect(objects.length).toBeGreaterThanOrEqual(MIN_OBJECTS[dir] ?? 6);
     // Server-side apply: the API server validates, defaults and runs admission on every object.
     const r = kubectl(['apply', '--server-side', '--dry-run=server', '--validate=strict', '--field-manager=ripple-infra-test', '-f', '-'], text);
     expect(r.stderr, `${dir}:\n${r.stderr}`).toBe('');
@@ -363,7 +369,7 @@ describe('infra/deploy manifests', () => {
     expect(podTemplate(dispatcher).template.spec.terminationGracePeriodSeconds).toBeGreaterThan(300);
   });
 
-  it('the OpenFaaS stack is valid, its functions run `ripple serve` under identities that exist, and the dispatcher reaches them', () => {
+  it('the OpenFaaS stack is valid, its functions run `ripple serve` (or the webhook function) under identities that exist, and the dispatcher reaches the served ones', () => {
     const stackSchema = z
       .object({
         version: z.union([z.literal(1), z.literal('1.0')]), // YAML reads `1.0` as the number 1
@@ -387,7 +393,10 @@ describe('infra/deploy manifests', () => {
       })
       .strict();
     const stack = stackSchema.parse(parseYaml(readFileSync(path.join(deploy, 'openfaas', 'stack.yml'), 'utf8')));
-    expect(Object.keys(stack.functions).sort()).toEqual([...FUNCTIONS].sort());
+    // The admission webhooks are a function too, but the API server calls them, not the dispatcher.
+    const served = Object.keys(stack.functions).filter((name) => stack.functions[name]?.environment.RIPPLE_MODE !== 'webhook');
+    expect(served.sort()).toEqual([...FUNCTIONS].sort());
+    expect(Object.keys(stack.functions).filter((name) => !served.includes(name))).toEqual(['ops-lifecycle-webhook']);
     const rbac = build('openfaas/functions-rbac').objects;
     const accounts = new Set(of(rbac, 'ServiceAccount').map((s) => s.metadata.name));
     expect(of(rbac, 'ServiceAccount').every((s) => s.metadata.namespace === 'openfaas-fn')).toBe(true);
@@ -395,9 +404,20 @@ describe('infra/deploy manifests', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'ripple-openfaas-'));
     try {
       for (const [name, fn] of Object.entries(stack.functions)) {
+        expect(accounts).toContain(fn.annotations['com.openfaas.serviceaccount']);
+        if (!served.includes(name)) {
+          // `ripple webhook --function` (cli/ripple.ts: RIPPLE_MODE=webhook without arguments): no Redis; a token
+          // only with GraceDelete, which then cannot start without it.
+          const config = loadProcessConfig(fn.environment);
+          expect(config.RIPPLE_MODE).toBe('webhook');
+          expect(config.REDIS_URL).toBeUndefined();
+          expect(TRAFFIC_OFF_MODES).toContain(fn.environment.OPS_LIFECYCLE_TRAFFIC_OFF);
+          expect(webhookEnv(fn.environment)).toEqual({ graceDelete: false, function: false });
+          expect(fn.labels['com.openfaas.scale.min']).not.toBe('0'); // a cold start would hit failurePolicy
+          continue;
+        }
         expect(fn.environment.RIPPLE_MODE).toBe('serve');
         expect(fn.environment.RIPPLE_FUNCTION).toBe(name);
-        expect(accounts).toContain(fn.annotations['com.openfaas.serviceaccount']);
         // The environment is one Ripple accepts, with the secrets OpenFaaS mounts as files.
         const env: Record<string, string> = {};
         for (const [k, v] of Object.entries(fn.environment)) {
@@ -422,7 +442,7 @@ describe('infra/deploy manifests', () => {
     const dispatcher = of(cp, 'Deployment').find((d) => d.metadata.name === 'ripple-dispatcher')!;
     const args = podTemplate(dispatcher).template.spec.containers[0]!.args;
     const targets = parseDispatchTargets(args.filter((_, i) => args[i - 1] === '--dispatch'));
-    expect(targets.map((t) => t.fn).sort()).toEqual(Object.keys(stack.functions).sort());
+    expect(targets.map((t) => t.fn).sort()).toEqual(served.sort());
     for (const t of targets) expect(t.url).toBe(`${'http://gateway.openfaas.svc.cluster.local:8080'}/function/${t.fn}`);
     // The cross-namespace grant for the autoscaler has exactly the rules of its own Role.
     const own = of(build('overlays/scaled').objects, 'Role').find((r) => r.metadata.name === 'ripple-worker-reconcile-autoscaler')!;

@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { opsLifecycleWebhooks } from '../../functions/ops-lifecycle/admission/webhooks.js';
 import { mutatingWebhookConfiguration } from '../../runtime/webhook/registration.js';
@@ -19,8 +19,8 @@ const kubectlBin = existsSync(path.join(root, '.cache/control-plane/bin/kubectl'
 const objectSchema = z.object({ apiVersion: z.string(), kind: z.string(), metadata: z.object({ name: z.string(), namespace: z.string().optional(), annotations: z.record(z.string(), z.string()).optional() }).passthrough() }).passthrough();
 type K8sObject = z.infer<typeof objectSchema>;
 
-function build(namespace?: string): K8sObject[] {
-  let target = path.join(root, 'infra/deploy/webhook');
+function build(namespace?: string, dir = 'infra/deploy/webhook'): K8sObject[] {
+  let target = path.join(root, dir);
   const tmp = namespace ? mkdtempSync(path.join(tmpdir(), 'ripple-webhook-kustomize-')) : undefined;
   if (tmp) {
     writeFileSync(path.join(tmp, 'kustomization.yaml'), `namespace: ${namespace}\nresources:\n  - ${path.relative(tmp, target)}\n`);
@@ -106,5 +106,102 @@ describe('infra/deploy/webhook', () => {
     const r = spawnSync(kubectlBin, ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--dry-run=server', '--validate=strict', '--field-manager=ripple-webhook-test', '-f', '-'], { input: text, encoding: 'utf8' });
     expect(r.stderr).toBe('');
     expect(r.stdout.trim().split('\n')).toHaveLength(objects.length);
+  });
+});
+
+// The same webhooks on a serverless platform, registered by URL: a Knative Service behind Knative's domain TLS
+// (infra/deploy/components/knative/webhook) and the OpenFaaS function behind a TLS ingress before the gateway
+// (infra/deploy/openfaas/stack.yml + infra/deploy/openfaas/webhook). Neither platform is in the sandbox:
+// infra-manifests.test.ts dry-runs these builds (with its Knative Service CRD); here they are held to the code.
+describe('infra/deploy webhook manifests for Knative and OpenFaaS', () => {
+  const webhookSchema = z.object({ clientConfig: z.object({ url: z.string() }).strict() }).passthrough();
+  const registrationOf = (objects: K8sObject[]) => {
+    const registration = one(objects, 'MutatingWebhookConfiguration');
+    const webhooks = z.object({ webhooks: z.array(webhookSchema) }).parse(registration).webhooks;
+    return { registration, webhooks, urls: webhooks.map((w) => new URL(w.clientConfig.url)) };
+  };
+  /** The code's webhooks registered at `baseUrl`, without caBundle (the CA injector's, or the system roots). */
+  const fromCode = (name: string, baseUrl: string) =>
+    z
+      .object({ webhooks: z.array(z.object({ clientConfig: z.object({ url: z.string() }).passthrough() }).passthrough()) })
+      .parse(mutatingWebhookConfiguration({ name, baseUrl, caBundlePem: '', webhooks: opsLifecycleWebhooks() }))
+      .webhooks.map(({ clientConfig, ...w }) => ({ ...w, clientConfig: { url: clientConfig.url } }));
+
+  it('the Knative Service runs the webhook function, and the registration calls its HTTPS host with the code\'s webhooks', () => {
+    const objects = build(undefined, 'infra/deploy/components/knative/webhook');
+    const ksvc = one(objects, 'Service', 'ops-lifecycle-webhook');
+    expect(ksvc.apiVersion).toBe('serving.knative.dev/v1');
+    // Not cluster-local: the API server dials the external domain.
+    expect(z.object({ labels: z.record(z.string(), z.string()).optional() }).passthrough().parse(ksvc.metadata).labels?.['networking.knative.dev/visibility']).toBeUndefined();
+    const template = z
+      .object({
+        spec: z.object({
+          template: z.object({
+            metadata: z.object({ annotations: z.record(z.string(), z.string()) }).passthrough(),
+            spec: z.object({
+              serviceAccountName: z.string(),
+              timeoutSeconds: z.number(),
+              containers: z.array(
+                z
+                  .object({
+                    image: z.string(),
+                    args: z.array(z.string()),
+                    ports: z.array(z.object({ name: z.string(), containerPort: z.number() })),
+                    env: z.array(z.object({ name: z.string(), value: z.string().optional() }).passthrough()),
+                    readinessProbe: z.object({ httpGet: z.object({ path: z.string() }).strict() }),
+                    livenessProbe: z.object({ httpGet: z.object({ path: z.string() }).strict() }),
+                  })
+                  .passthrough(),
+              ),
+            }).passthrough(),
+          }),
+        }),
+      })
+      .parse(ksvc).spec.template;
+    const c = template.spec.containers[0];
+    expect(template.spec.containers).toHaveLength(1);
+    expect(c?.args).toEqual(['webhook', '--function']);
+    expect(c?.image).toBe('ghcr.io/ripple-dev/ripple:0.1.0');
+    expect(c?.ports).toEqual([{ name: 'http1', containerPort: 8080 }]); // Knative sets PORT from it
+    expect(c?.env.map((e) => e.name)).not.toContain('PORT');
+    expect(c?.env.map((e) => e.name)).toContain('OPS_LIFECYCLE_TRAFFIC_OFF');
+    expect(c?.env.find((e) => e.name === 'RIPPLE_WEBHOOK_GRACE_DELETE')?.value).toBe('false');
+    expect(c?.readinessProbe.httpGet.path).toBe('/_/ready');
+    expect(c?.livenessProbe.httpGet.path).toBe('/_/health');
+    // A cold start would hit the API server's timeout and failurePolicy Fail.
+    expect(Number(template.metadata.annotations['autoscaling.knative.dev/min-scale'])).toBeGreaterThanOrEqual(1);
+    expect(template.spec.timeoutSeconds).toBeGreaterThanOrEqual(Math.max(...opsLifecycleWebhooks().map((w) => w.timeoutSeconds ?? 10)));
+    const account = one(objects, 'ServiceAccount', template.spec.serviceAccountName);
+    expect((account as { automountServiceAccountToken?: boolean }).automountServiceAccountToken).toBe(false);
+
+    const { registration, webhooks, urls } = registrationOf(objects);
+    // Knative's default domain template: <service>.<namespace>.<domain>.
+    const host = urls[0]?.host ?? '';
+    expect(host.startsWith(`${ksvc.metadata.name}.${ksvc.metadata.namespace}.`)).toBe(true);
+    expect(webhooks).toEqual(fromCode(registration.metadata.name, `https://${host}`));
+    expect(registration.metadata.annotations?.['cert-manager.io/inject-ca-from-secret']).toMatch(/^[a-z0-9-]+\/[a-z0-9-]+$/);
+    // One of the ways at a time: each registers the same name.
+    expect(registration.metadata.name).toBe(one(build(), 'MutatingWebhookConfiguration').metadata.name);
+  });
+
+  it('the OpenFaaS function is reached through the gateway route /function/<name> behind TLS, with the code\'s webhooks', () => {
+    const stack = z
+      .object({ functions: z.record(z.string(), z.object({ environment: z.record(z.string(), z.string()), annotations: z.record(z.string(), z.string()) }).passthrough()) })
+      .parse(parseYaml(readFileSync(path.join(root, 'infra/deploy/openfaas/stack.yml'), 'utf8')));
+    const names = Object.entries(stack.functions).filter(([, fn]) => fn.environment.RIPPLE_MODE === 'webhook').map(([name]) => name);
+    expect(names).toEqual(['ops-lifecycle-webhook']);
+    const fn = stack.functions['ops-lifecycle-webhook'];
+
+    const { registration, webhooks, urls } = registrationOf(build(undefined, 'infra/deploy/openfaas/webhook'));
+    const origin = urls[0]?.origin ?? '';
+    expect(origin.startsWith('https://')).toBe(true);
+    expect(webhooks).toEqual(fromCode(registration.metadata.name, `${origin}/function/${names[0]}`));
+    expect(registration.metadata.annotations?.['cert-manager.io/inject-ca-from']).toMatch(/^[a-z0-9-]+\/[a-z0-9-]+$/);
+    expect(registration.metadata.name).toBe(one(build(), 'MutatingWebhookConfiguration').metadata.name);
+
+    // Its identity exists in the function namespace and holds no token.
+    const rbac = build(undefined, 'infra/deploy/openfaas/functions-rbac');
+    const account = one(rbac, 'ServiceAccount', fn?.annotations['com.openfaas.serviceaccount']);
+    expect((account as { automountServiceAccountToken?: boolean }).automountServiceAccountToken).toBe(false);
   });
 });
