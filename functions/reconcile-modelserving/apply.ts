@@ -150,7 +150,8 @@ async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body:
 async function remove(kc: KubeConfig, ref: ResourceRef, namespace: string, name: string, uid: string, written?: (rv: string | undefined) => void): Promise<void> {
   try {
     const body = { apiVersion: 'v1', kind: 'DeleteOptions', ...(uid ? { preconditions: { uid } } : {}), propagationPolicy: 'Background' };
-    // The answer is the object as deleted (or marked for deletion), with the version its event carries.
+    // Pods and Services answer with the object as deleted (or marked for deletion), with the version its event
+    // carries; ControllerRevisions answer with a bare Status, whose missing version marks the write unknown.
     written?.(versionOf(await kubeRequest(kc, objectPath(ref, namespace, name), { method: 'DELETE', body })));
   } catch (err) {
     // 404: already gone. 409: the UID precondition failed, so the name belongs to a replacement.

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { allFunctions } from '../../functions/index.js';
+import { ChildrenCache } from '../../functions/reconcile-modelserving/children-cache.js';
 import { KubeApiError, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, type ResourceRef } from '../../kube/resources.js';
 import { createLogger } from '../../runtime/log.js';
@@ -186,6 +187,15 @@ describe('least-privilege RBAC, with real ServiceAccount tokens', () => {
     await refused(id, 'POST', `/apis/apps/v1/namespaces/${ns()}/deployments`, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'x' } });
     await refused(id, 'POST', `/api/v1/namespaces/${ns()}/events`, { apiVersion: 'v1', kind: 'Event', metadata: { name: 'x' } }); // events go through emit-events
     await refused(id, 'GET', `/api/v1/namespaces/${ns()}/secrets/any`);
+
+    // The children cache (children-cache.ts) list-watches pods, Services and ControllerRevisions with this
+    // token: without watch it is never ready and every reconcile falls back to three LISTs.
+    const cache = new ChildrenCache(tokens.get(id)!, ns(), log, () => undefined);
+    try {
+      await waitFor('the children cache to list and watch with the worker token', 30_000, async () => cache.ready());
+    } finally {
+      await cache.stop();
+    }
   });
 
   it('reconcile-autoscaler: reads Deployments, pods, nodes and its ConfigMaps, patches VA status — and cannot create pods or scale anything', async () => {
