@@ -1,7 +1,7 @@
 import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { pooledFetchOptions, REFRESH_MS } from './connection-pool.js';
+import { dropPooledFetchOptions, pooledFetchOptions, REFRESH_MS } from './connection-pool.js';
 
 function kubeConfig(token: string, ca: string): KubeConfig {
   const kc = new KubeConfig();
@@ -53,5 +53,37 @@ describe('pooled fetch options', () => {
     const refreshed = await pooledFetchOptions(kc, REFRESH_MS);
     expect(refreshed.agent).not.toBe(first.agent);
     expect((refreshed.agent as https.Agent).options.keepAlive).toBe(true);
+  });
+
+  it('reads credentials once for concurrent callers (one refresh in flight, shared)', async () => {
+    const kc = kubeConfig('t1', 'ca-1');
+    // Counts the real applyToFetchOptions runs: an exec plugin would be spawned once per run.
+    let runs = 0;
+    const apply = kc.applyToFetchOptions.bind(kc);
+    kc.applyToFetchOptions = async (opts) => {
+      runs += 1;
+      return apply(opts);
+    };
+    const first = await Promise.all([pooledFetchOptions(kc, 0), pooledFetchOptions(kc, 0), pooledFetchOptions(kc, 0)]);
+    expect(runs).toBe(1);
+    expect(first.map(authOf)).toEqual(['Bearer t1', 'Bearer t1', 'Bearer t1']);
+    await Promise.all([pooledFetchOptions(kc, REFRESH_MS), pooledFetchOptions(kc, REFRESH_MS), pooledFetchOptions(kc, REFRESH_MS)]);
+    expect(runs).toBe(2);
+  });
+
+  it('refused options are read again at the next call, keeping the agent; a drop of older options does nothing', async () => {
+    const kc = kubeConfig('t1', 'ca-1');
+    const first = await pooledFetchOptions(kc, 0);
+    const user = kc.getCurrentUser();
+    if (!user) throw new Error('no user');
+    (user as { token?: string }).token = 't2';
+    dropPooledFetchOptions(kc, first);
+    const again = await pooledFetchOptions(kc, 1);
+    expect(authOf(again)).toBe('Bearer t2');
+    expect(again.agent).toBe(first.agent);
+    // A second 401 of a request sent with the first options (concurrent callers) must not drop the new ones.
+    (user as { token?: string }).token = 't3';
+    dropPooledFetchOptions(kc, first);
+    expect(authOf(await pooledFetchOptions(kc, 2))).toBe('Bearer t2');
   });
 });

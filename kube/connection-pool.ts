@@ -8,7 +8,12 @@
  * Here the options are worked out once per KubeConfig and reused for REFRESH_MS, with one keep-alive
  * agent carrying the same TLS material. After REFRESH_MS they are worked out again (credentials from a
  * file or an exec plugin may have rotated; client-go re-reads a token file about as often); the agent
- * is kept while the TLS material is unchanged, and replaced when it changed.
+ * is kept while the TLS material is unchanged, and replaced when it changed. A token may expire inside
+ * that window: the API server then answers 401, and kube/raw.ts drops the options it used
+ * (dropPooledFetchOptions) and retries once with credentials read again.
+ *
+ * One refresh per KubeConfig is in flight at a time, shared by every caller that needs it: concurrent
+ * callers each running applyToFetchOptions would each spawn the exec plugin.
  */
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -28,9 +33,19 @@ interface Pooled {
   /** The TLS material the keep-alive agent was built with, to see whether a refresh changed it. */
   tls: readonly unknown[];
   agent: https.Agent | undefined;
+  /** The API server refused these credentials (401): read them again at the next call, whatever `at` says. */
+  refused: boolean;
 }
 
-const pools = new WeakMap<KubeConfig, Pooled>();
+interface Entry {
+  current: Pooled | undefined;
+  /** The refresh in flight, shared by the callers that arrive while it runs. */
+  refreshing: Promise<Pooled> | undefined;
+}
+
+const pools = new WeakMap<KubeConfig, Entry>();
+/** Which pooled options each copy handed out came from, so a 401 drops only the options that were refused. */
+const handedOut = new WeakMap<RequestInit, Pooled>();
 
 const TLS_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const;
 
@@ -48,25 +63,55 @@ function same(a: readonly unknown[], b: readonly unknown[]): boolean {
  * object each time and may change its method, headers and body; the agent is shared.
  */
 export async function pooledFetchOptions(kc: KubeConfig, now = Date.now()): Promise<RequestInit> {
-  let pooled = pools.get(kc);
-  if (!pooled || now - pooled.at >= REFRESH_MS) {
-    const init: RequestInit = await kc.applyToFetchOptions({});
-    // Only a plain HTTPS agent is pooled; a proxy's agent is used as client-node built it.
-    const built = init.agent;
-    let agent: https.Agent | undefined;
-    let tls: unknown[] = [];
-    if (built instanceof https.Agent) {
-      tls = tlsOf(built);
-      agent = pooled?.agent && same(pooled.tls, tls) ? pooled.agent : new https.Agent({ ...built.options, keepAlive: true, timeout: IDLE_SOCKET_MS });
-      // A replaced agent's idle connections are closed; requests in flight on it finish first.
-      if (pooled?.agent && pooled.agent !== agent) {
-        const old = pooled.agent;
-        setTimeout(() => old.destroy(), IDLE_SOCKET_MS).unref();
-      }
-      init.agent = agent;
-    }
-    pooled = { at: now, init, tls, agent };
-    pools.set(kc, pooled);
+  let entry = pools.get(kc);
+  if (!entry) {
+    entry = { current: undefined, refreshing: undefined };
+    pools.set(kc, entry);
   }
-  return { ...pooled.init };
+  let pooled = entry.current;
+  if (!pooled || pooled.refused || now - pooled.at >= REFRESH_MS) {
+    const e = entry;
+    if (!e.refreshing) {
+      const refreshing = refresh(kc, e, now).finally(() => {
+        if (e.refreshing === refreshing) e.refreshing = undefined;
+      });
+      e.refreshing = refreshing;
+    }
+    pooled = await e.refreshing;
+  }
+  const copy: RequestInit = { ...pooled.init };
+  handedOut.set(copy, pooled);
+  return copy;
+}
+
+/**
+ * The API server refused the credentials in `used` (a copy pooledFetchOptions handed out): the next call
+ * reads them again. Options refreshed since then are kept, so concurrent 401s cause one refresh, not one each.
+ */
+export function dropPooledFetchOptions(kc: KubeConfig, used: RequestInit): void {
+  const entry = pools.get(kc);
+  const pooled = handedOut.get(used);
+  if (entry?.current !== undefined && entry.current === pooled) pooled.refused = true;
+}
+
+async function refresh(kc: KubeConfig, entry: Entry, now: number): Promise<Pooled> {
+  const init: RequestInit = await kc.applyToFetchOptions({});
+  const previous = entry.current;
+  // Only a plain HTTPS agent is pooled; a proxy's agent is used as client-node built it.
+  const built = init.agent;
+  let agent: https.Agent | undefined;
+  let tls: unknown[] = [];
+  if (built instanceof https.Agent) {
+    tls = tlsOf(built);
+    agent = previous?.agent && same(previous.tls, tls) ? previous.agent : new https.Agent({ ...built.options, keepAlive: true, timeout: IDLE_SOCKET_MS });
+    // A replaced agent's idle connections are closed; requests in flight on it finish first.
+    if (previous?.agent && previous.agent !== agent) {
+      const old = previous.agent;
+      setTimeout(() => old.destroy(), IDLE_SOCKET_MS).unref();
+    }
+    init.agent = agent;
+  }
+  const pooled: Pooled = { at: now, init, tls, agent, refused: false };
+  entry.current = pooled;
+  return pooled;
 }

@@ -10,15 +10,44 @@ import { KubeTimeoutError, kubeRequest } from './raw.js';
 let server: http.Server;
 let kc: KubeConfig;
 const hanging = new Set<http.ServerResponse>();
+/** The Authorization header of every request to /auth, which answers 401 unless it carries `accepted`. */
+const authSeen: string[] = [];
+let accepted = '';
+let port = 0;
+
+/** A kubeconfig of its own (its own pool entry) for the loopback server, with a bearer token. */
+function tokenConfig(token: string): KubeConfig {
+  const c = new KubeConfig();
+  c.loadFromOptions({
+    clusters: [{ name: 'c', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+    users: [{ name: 'u', token }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return c;
+}
+
+function setToken(c: KubeConfig, token: string): void {
+  const user = c.getCurrentUser();
+  if (!user) throw new Error('no user');
+  (user as { token?: string }).token = token;
+}
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
-    if (req.url?.startsWith('/ok')) {
+    if (req.url?.startsWith('/auth')) {
+      authSeen.push(req.headers.authorization ?? '');
+      const ok = req.headers.authorization === `Bearer ${accepted}`;
+      res.statusCode = ok ? 200 : 401;
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify(ok ? { ok: true } : { kind: 'Status', status: 'Failure', reason: 'Unauthorized', message: 'Unauthorized', code: 401 }));
+    } else if (req.url?.startsWith('/ok')) {
       res.setHeader('Content-Type', 'application/json');
       res.end(JSON.stringify({ ok: true }));
     } else hanging.add(res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
   kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
@@ -59,5 +88,22 @@ describe('kubeRequest', () => {
   it('an already aborted signal fails at once', async () => {
     const err = await kubeRequest(kc, '/hang', { signal: AbortSignal.abort() }).catch((e: unknown) => e);
     expect((err as Error).name).toBe('AbortError');
+  });
+
+  it('a refused pooled token is dropped and the request retried once with the token read again', async () => {
+    const c = tokenConfig('one');
+    accepted = 'one';
+    authSeen.length = 0;
+    await expect(kubeRequest(c, '/auth')).resolves.toEqual({ ok: true });
+    // The token rotates inside REFRESH_MS: the pooled one is now refused, the kubeconfig gives the new one.
+    setToken(c, 'two');
+    accepted = 'two';
+    await expect(kubeRequest(c, '/auth', { method: 'POST', body: { a: 1 } })).resolves.toEqual({ ok: true });
+    expect(authSeen).toEqual(['Bearer one', 'Bearer one', 'Bearer two']);
+    // A token refused again after being read again is an answer: one retry, then the 401 is the caller's.
+    accepted = 'three';
+    authSeen.length = 0;
+    await expect(kubeRequest(c, '/auth')).rejects.toMatchObject({ code: 401, reason: 'Unauthorized' });
+    expect(authSeen).toEqual(['Bearer two', 'Bearer two']);
   });
 });

@@ -1,7 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import fetch, { Headers, type RequestInit } from 'node-fetch';
 import { ConnectivityError } from '../runtime/errors.js';
-import { pooledFetchOptions } from './connection-pool.js';
+import { dropPooledFetchOptions, pooledFetchOptions } from './connection-pool.js';
 import { currentReconcile, throwIfLeaseLost } from '../runtime/reconcile-scope.js';
 import { statusSchema } from './object.js';
 
@@ -55,9 +55,38 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   const url = new URL(cluster.server + path);
   for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+  let { res, text, method } = await send(kc, url, path, req);
+  // Pooled credentials are reused for a while (kube/connection-pool.ts) and a token may expire inside that
+  // while: a 401 drops them and the request is sent once more with credentials read again. The API server
+  // authenticates before anything else, so a refused request did nothing and is safe to send again.
+  if (res.status === 401) ({ res, text, method } = await send(kc, url, path, req));
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch (err) {
+    // An API group the server does not serve answers a plain-text 404: still an API error, with its code.
+    if (res.ok) throw err;
+  }
+  if (!res.ok) {
+    const status = statusSchema.safeParse(json);
+    const reason = status.success ? (status.data.reason ?? '') : '';
+    const message = status.success ? (status.data.message ?? res.statusText) : res.statusText;
+    throw new KubeApiError(res.status, reason, `${method} ${path}: ${res.status} ${message}`);
+  }
+  return json;
+}
+
+/** One try of a request: its answer read whole, under the request's timeout and the callers' signals. */
+async function send(
+  kc: KubeConfig,
+  url: URL,
+  path: string,
+  req: RawRequest,
+): Promise<{ res: Awaited<ReturnType<typeof fetch>>; text: string; method: string }> {
   // Credentials and a keep-alive agent worked out once per kubeconfig (kube/connection-pool.ts).
   const init: RequestInit = await pooledFetchOptions(kc);
-  init.method = req.method ?? 'GET';
+  const method = req.method ?? 'GET';
+  init.method = method;
   // applyToFetchOptions returns a Headers object (with the Authorization header); keep it, add ours.
   const headers = new Headers(init.headers);
   headers.set('Accept', req.accept ?? 'application/json');
@@ -68,7 +97,7 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   init.headers = headers;
   const timeoutMs = req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   // Inside a reconcile, a call made after its claim was lost is not sent, and one in flight is aborted.
-  throwIfLeaseLost(`${init.method} ${path}`);
+  throwIfLeaseLost(`${method} ${path}`);
   const claim = currentReconcile()?.signal;
   // One controller for both causes, wired by hand: AbortSignal.any on a long-lived caller signal
   // (a watcher's stop signal, used for every relist) keeps a listener per call on Node 20.
@@ -86,31 +115,17 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   else req.signal?.addEventListener('abort', onCallerAbort, { once: true });
   claim?.addEventListener('abort', onCallerAbort, { once: true });
   init.signal = abort.signal as RequestInit['signal'];
-  let res: Awaited<ReturnType<typeof fetch>>;
-  let text: string;
   try {
-    res = await fetch(url, init);
-    text = await res.text();
+    const res = await fetch(url, init);
+    const text = await res.text();
+    if (res.status === 401) dropPooledFetchOptions(kc, init);
+    return { res, text, method };
   } catch (err) {
-    if (timedOut) throw new KubeTimeoutError(`${init.method} ${path}: no answer from the API server within ${timeoutMs} ms`);
+    if (timedOut) throw new KubeTimeoutError(`${method} ${path}: no answer from the API server within ${timeoutMs} ms`);
     throw err;
   } finally {
     clearTimeout(timer);
     req.signal?.removeEventListener('abort', onCallerAbort);
     claim?.removeEventListener('abort', onCallerAbort);
   }
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch (err) {
-    // An API group the server does not serve answers a plain-text 404: still an API error, with its code.
-    if (res.ok) throw err;
-  }
-  if (!res.ok) {
-    const status = statusSchema.safeParse(json);
-    const reason = status.success ? (status.data.reason ?? '') : '';
-    const message = status.success ? (status.data.message ?? res.statusText) : res.statusText;
-    throw new KubeApiError(res.status, reason, `${init.method} ${path}: ${res.status} ${message}`);
-  }
-  return json;
 }
