@@ -19,6 +19,11 @@ export const modelServingConfigSchema = z.object({
   /** While pod deletions wait on PodOpsLifecycle, look again this often. */
   MODELSERVING_LIFECYCLE_POLL_MS: z.coerce.number().int().positive().default(2_000),
   /**
+   * A ModelServing whose deletion has waited this long on pods stuck in PodOpsLifecycle (ops-lifecycle not running,
+   * a cooperator that never lets go) gets one Warning Event naming them (lifecycle.ts drainFollowUp).
+   */
+  MODELSERVING_DELETION_WARN_AFTER_MS: z.coerce.number().int().positive().default(600_000),
+  /**
    * Plan from a worker-local cache of the children (children-cache.ts) instead of listing them every
    * reconcile; "false" lists every time. Without Volcano only (PodGroups are always listed).
    */

@@ -13,9 +13,9 @@ import { writeStatus, type StatusOwner } from '../../status/write.js';
 import { applyActions, RefusedChildError, RejectedChildError } from './apply.js';
 import { REFUSAL_RECHECK_MS } from './refusal.js';
 import { modelServingConfig, RECONCILE_MODELSERVING, type ModelServingConfig } from './config.js';
-import { childrenCacheFor } from './children-cache.js';
+import { childrenCacheFor, peekChildrenCache } from './children-cache.js';
 import { nextMarks, writeMarksStore, WriteTracker, type WriteMarks } from './write-marks.js';
-import { drainOnDeletion, enrolled, keepDeletionFinalizer, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
+import { drainFollowUp, drainOnDeletion, enrolled, keepDeletionFinalizer, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
 import { isNamespaceTerminating, terminatingMemory } from './namespace-terminating.js';
 import { clusterCapabilities, listChildren, readModelServing, type Children } from './observe.js';
 import type { ClusterCapabilities } from './plan/gang.js';
@@ -89,7 +89,7 @@ function takenBy(a: Action): Blocked {
   return foreignName(a.kind === 'createService' ? 'Service' : 'pod', meta?.name ?? '', meta?.labels?.[LABEL_GROUP_NAME] ?? '');
 }
 
-function involvedObjectOf(ms: ModelServing) {
+function involvedObjectOf(ms: { metadata: { name: string; namespace?: string | undefined; uid?: string | undefined } }) {
   return {
     apiVersion: MODEL_SERVING_API_VERSION,
     kind: MODEL_SERVING_KIND,
@@ -119,7 +119,7 @@ async function readChildren(
   marks: WriteMarks,
 ): Promise<{ children: Children; listed: boolean }> {
   // PodGroups are not cached: with Volcano installed every reconcile lists.
-  const cache = config.MODELSERVING_CHILDREN_CACHE === 'true' && !cluster.volcanoPodGroups ? childrenCacheFor(ctx.kc, namespace, ctx.log) : undefined;
+  const cache = config.MODELSERVING_CHILDREN_CACHE === 'true' && !cluster.volcanoPodGroups ? childrenCacheFor(ctx.kc, namespace) : undefined;
   // A cache still listing for the first time is not waited for; one behind our last write is, briefly.
   if (cache?.ready() && (await cache.waitFor(marks))) {
     return { children: cache.read(name, (key) => ctx.enqueue(RECONCILE_MODELSERVING, key)), listed: false };
@@ -137,6 +137,32 @@ function earliest(...values: Array<number | undefined>): number | undefined {
 async function saveMarks(marksStore: ReturnType<typeof writeMarksStore>, previous: WriteMarks, listed: boolean, written: WriteTracker): Promise<void> {
   const next = nextMarks(previous, listed, written);
   if (next) await marksStore.save(next);
+}
+
+/** Where the Warning about a stuck drain is remembered as sent (per UID: a namesake is another object). */
+function drainWarnedKey(prefix: string, uid: string): string {
+  return `${prefix}:modelserving:drain-warned:${uid}`;
+}
+const DRAIN_WARNED_TTL_SECONDS = 7 * 24 * 3600;
+
+/** One step of the drain of a ModelServing being deleted, with one Warning when it has waited too long. */
+async function drainStep(ctx: HandlerContext, config: ModelServingConfig, obj: KubeObject): Promise<ReconcileResult | void> {
+  const waiting = await drainOnDeletion(ctx, obj, config.MODELSERVING_LIFECYCLE_POLL_MS);
+  const next = drainFollowUp(waiting, obj.metadata.deletionTimestamp ?? '', ctx.now(), config.MODELSERVING_DELETION_WARN_AFTER_MS);
+  if (next.overdue !== undefined) {
+    const key = drainWarnedKey(ctx.prefix, obj.metadata.uid ?? `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
+    // SET NX: the Warning goes once, however many reconciles find the drain stuck.
+    if ((await ctx.redis.set(key, '1', 'EX', DRAIN_WARNED_TTL_SECONDS, 'NX')) === 'OK') {
+      try {
+        await ctx.events.emit({ involvedObject: involvedObjectOf(obj), type: 'Warning', reason: 'DeletionHeld', message: next.overdue, source: EVENT_SOURCE });
+      } catch (err) {
+        await ctx.redis.del(key);
+        throw err;
+      }
+      ctx.log.warn({ waiting }, 'ModelServing deletion held by pods waiting on PodOpsLifecycle');
+    }
+  }
+  return next.requeueAfterMs === undefined ? undefined : { requeueAfterMs: next.requeueAfterMs };
 }
 
 export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | void> => {
@@ -162,17 +188,20 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   void childrenRead?.catch(() => undefined);
   if (raw === undefined) {
     // Gone: its children go with their owner references; only the datastore entries are ours to drop.
-    if (config.MODELSERVING_CHILDREN_CACHE === 'true') childrenCacheFor(ctx.kc, namespace, ctx.log).forget(req.name);
+    peekChildrenCache(ctx.kc, namespace)?.forget(req.name);
     await Promise.all([store.remove(), marksStore.remove(), refusedUid === null ? undefined : dying.forget()]);
     return;
   }
-  const obj = kubeObjectSchema.parse(raw);
+  const read = kubeObjectSchema.parse(raw);
+  // The finalizer and the deletion need only metadata, so come before the spec is judged: an invalid spec must not
+  // keep an opted-in ModelServing from being deleted, nor its opt-out from letting go of the finalizer.
+  // Later writes (status) are preconditioned on the resourceVersion the finalizer write left.
+  const obj = { ...read, metadata: await keepDeletionFinalizer(ctx.kc, read) };
+  // Deleting: an opted-in ModelServing holds its deletion until its pods went through the lifecycle.
+  if (obj.metadata.deletionTimestamp) return drainStep(ctx, config, obj);
   const parsed = parseModelServing(raw);
   if (!parsed.ok) return rejectSpec(ctx, obj, parsed.errors);
   const ms = parsed.value;
-  // Deleting: an opted-in ModelServing holds its deletion until its pods went through the lifecycle.
-  if (ms.metadata.deletionTimestamp) return drainOnDeletion(ctx, ms, config.MODELSERVING_LIFECYCLE_POLL_MS);
-  await keepDeletionFinalizer(ctx.kc, ms);
   const uid = ms.metadata.uid ?? '';
   if (refusedUid !== null && refusedUid === uid) {
     // Its namespace is being deleted: nothing can be created, and the ModelServing goes next.

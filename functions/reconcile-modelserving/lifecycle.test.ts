@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { CONTROL_LABEL, SERVICE_READY_CONDITION } from '../ops-lifecycle/client/index.js';
 import {
   deletionFinalizers,
+  drainFollowUp,
+  type DrainWait,
   deletionInProgress,
   enrolled,
   LIFECYCLE_DELETION_FINALIZER,
@@ -69,9 +71,44 @@ describe('deletionFinalizers', () => {
     expect(deletionFinalizers(ms(true, ['other']))).toEqual(['other', LIFECYCLE_DELETION_FINALIZER]);
     expect(deletionFinalizers(ms(true, [LIFECYCLE_DELETION_FINALIZER]))).toBeUndefined();
   });
-  it('lets go when the opt-in is removed, and never changes a ModelServing being deleted (the drain does)', () => {
+  it('lets go when the opt-in is removed', () => {
     expect(deletionFinalizers(ms(false, ['other', LIFECYCLE_DELETION_FINALIZER]))).toEqual(['other']);
     expect(deletionFinalizers(ms(false, []))).toBeUndefined();
-    expect(deletionFinalizers(ms(false, [LIFECYCLE_DELETION_FINALIZER], true))).toBeUndefined();
+  });
+  it('lets go when the opt-in is removed while the ModelServing is being deleted, so the held deletion completes', () => {
+    expect(deletionFinalizers(ms(false, ['other', LIFECYCLE_DELETION_FINALIZER], true))).toEqual(['other']);
+    expect(deletionFinalizers(ms(false, [LIFECYCLE_DELETION_FINALIZER], true))).toEqual([]);
+  });
+  it('never adds it to a ModelServing being deleted, and leaves it to the drain while still opted in', () => {
+    expect(deletionFinalizers(ms(true, ['other'], true))).toBeUndefined();
+    expect(deletionFinalizers(ms(true, [LIFECYCLE_DELETION_FINALIZER], true))).toBeUndefined();
+  });
+});
+
+describe('drainFollowUp', () => {
+  const DELETED = '2026-01-01T00:00:00.000Z';
+  const at = (ms: number) => new Date(Date.parse(DELETED) + ms);
+  const WARN = 600_000;
+  const stuck: DrainWait[] = [
+    { pod: 'ms-0-prefill-0-0', stage: 'Preparing', requeueAfterMs: Number.POSITIVE_INFINITY },
+    { pod: 'ms-0-decode-0-0', stage: 'Begun', requeueAfterMs: Number.POSITIVE_INFINITY },
+  ];
+  it('asks nothing when no pod waits', () => {
+    expect(drainFollowUp([], DELETED, at(WARN * 2), WARN)).toEqual({});
+  });
+  it('requeues at the bound while event-driven waits would otherwise never come back', () => {
+    expect(drainFollowUp(stuck, DELETED, at(1_000), WARN)).toEqual({ requeueAfterMs: WARN - 1_000 });
+  });
+  it('keeps an operation delay sooner than the bound', () => {
+    const delayed: DrainWait[] = [...stuck, { pod: 'p', stage: 'OperationDelay', requeueAfterMs: 5_000 }];
+    expect(drainFollowUp(delayed, DELETED, at(1_000), WARN)).toEqual({ requeueAfterMs: 5_000 });
+  });
+  it('past the bound, names each waiting pod and its stage and says how to let go, without requeueing event-driven waits', () => {
+    const next = drainFollowUp(stuck, DELETED, at(WARN), WARN);
+    expect(next.requeueAfterMs).toBeUndefined();
+    expect(next.overdue).toContain('ms-0-prefill-0-0 (Preparing)');
+    expect(next.overdue).toContain('ms-0-decode-0-0 (Begun)');
+    expect(next.overdue).toContain(LIFECYCLE_DELETION_FINALIZER);
+    expect(next.overdue).toContain(`remove the annotation ${LIFECYCLE_OPT_IN_ANNOTATION}`);
   });
 });
