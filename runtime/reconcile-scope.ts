@@ -34,3 +34,12 @@ export function throwIfLeaseLost(what: string): void {
   const s = scope.getStore();
   if (s?.signal.aborted) throw new LeaseLostError(`${what}: not sent, the reconcile lost its claim (${String(s.signal.reason ?? 'aborted')})`);
 }
+
+/**
+ * Runs `work` outside any reconcile's scope: for what a reconcile starts but that outlives it (a
+ * process-wide cache, its watches and timers). Async work started inside keeps this context, so a
+ * later lease loss of the reconcile that happened to start it cannot fail its requests.
+ */
+export function outsideReconcileScope<T>(work: () => T): T {
+  return scope.exit(work);
+}

@@ -24,7 +24,8 @@
 import type { KubeConfig, V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { KubeObject } from '../../kube/object.js';
 import { Resources, type ResourceRef } from '../../kube/resources.js';
-import type { Logger } from '../../runtime/log.js';
+import { createLogger, type Logger } from '../../runtime/log.js';
+import { outsideReconcileScope } from '../../runtime/reconcile-scope.js';
 import type { WatchEvent } from '../../watcher/events.js';
 import { ListWatch } from '../../watcher/list-watch.js';
 import { onlyEvents, passes, type Predicate } from '../../watcher/predicates.js';
@@ -101,6 +102,7 @@ export class ChildrenCache {
     }
     this.idle = setInterval(() => {
       if (Date.now() - this.lastUsed >= IDLE_MS) void this.stop();
+      else this.prune();
     }, IDLE_MS / 5);
     this.idle.unref();
   }
@@ -162,7 +164,9 @@ export class ChildrenCache {
    * seen by it, so rule 2 need not bring the ModelServing back for them.
    */
   noteListed(name: string, listedAt: Versions): void {
-    this.lastUsed = Date.now();
+    // A cache that is not ready (its watches keep failing, e.g. refused by RBAC) is not being used:
+    // only a ready one is kept alive by listing reconciles, so a broken one stops at the idle tick.
+    if (this.ready()) this.lastUsed = Date.now();
     const read = this.lastRead.get(name);
     if (read === undefined) return; // never read from the cache here: rule 2 does not watch it yet
     for (const kind of CHILD_RESOURCES) {
@@ -178,6 +182,32 @@ export class ChildrenCache {
     this.pending.delete(name);
     clearTimeout(this.checks.get(name));
     this.checks.delete(name);
+  }
+
+  /**
+   * Drops the rule-2 bookkeeping of ModelServings that have no children in the cache and no check
+   * pending (deleted ones whose forget never ran here, e.g. deleted while another process reconciled).
+   * A ModelServing read again afterwards is tracked again from that read.
+   */
+  prune(): void {
+    const owners = new Set<string>();
+    for (const watch of this.watches.values()) {
+      for (const o of watch.store.list(this.namespace)) {
+        const owner = o.metadata.labels?.[LABEL_NAME];
+        if (owner) owners.add(owner);
+      }
+    }
+    for (const name of new Set([...this.lastRead.keys(), ...this.pending.keys()])) {
+      if (!owners.has(name) && !this.checks.has(name)) {
+        this.lastRead.delete(name);
+        this.pending.delete(name);
+      }
+    }
+  }
+
+  /** How many ModelServings rule 2 keeps bookkeeping for (tests). */
+  get tracked(): number {
+    return new Set([...this.lastRead.keys(), ...this.pending.keys()]).size;
   }
 
   async stop(): Promise<void> {
@@ -255,21 +285,38 @@ const running = new Set<ChildrenCache>();
  * The cache of `namespace`'s ModelServing children for this KubeConfig, started on first use. A
  * process-wide registry: like a connection pool, it holds nothing a reconcile depends on.
  */
-export function childrenCacheFor(kc: KubeConfig, namespace: string, log: Logger): ChildrenCache {
+export function childrenCacheFor(kc: KubeConfig, namespace: string, log: Logger = baseLog()): ChildrenCache {
   let byNamespace = caches.get(kc);
   if (!byNamespace) caches.set(kc, (byNamespace = new Map()));
   let cache = byNamespace.get(namespace);
   if (!cache) {
     const registry = byNamespace;
-    const created: ChildrenCache = new ChildrenCache(kc, namespace, log.child({ cache: 'modelserving-children', namespace }), () => {
-      registry.delete(namespace);
-      running.delete(created);
-    });
+    // Created outside the calling reconcile's scope (runtime/reconcile-scope.ts): the watches, relists
+    // and rule-2 enqueues outlive that reconcile, and must not fail with LeaseLostError once it loses
+    // its lease. The logger is the caller's base one, not the reconcile's (whose key it would carry).
+    const created: ChildrenCache = outsideReconcileScope(
+      () =>
+        new ChildrenCache(kc, namespace, log.child({ cache: 'modelserving-children', namespace }), () => {
+          registry.delete(namespace);
+          running.delete(created);
+        }),
+    );
     cache = created;
     byNamespace.set(namespace, cache);
     running.add(cache);
   }
   return cache;
+}
+
+/** The running cache of `namespace` for this KubeConfig, without starting one. */
+export function peekChildrenCache(kc: KubeConfig, namespace: string): ChildrenCache | undefined {
+  return caches.get(kc)?.get(namespace);
+}
+
+let base: Logger | undefined;
+/** A logger without any reconcile's bindings, for the process-wide caches. */
+function baseLog(): Logger {
+  return (base ??= createLogger('reconcile-modelserving'));
 }
 
 /**

@@ -3,10 +3,11 @@
 // only once its watch has seen that write's resourceVersion, and a child event no reconcile read
 // afterwards brings the ModelServing back (the watcher's stream and the cache's are two streams).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChildrenCache, LAG_CHECK_MS } from '../../functions/reconcile-modelserving/children-cache.js';
+import { ChildrenCache, childrenCacheFor, LAG_CHECK_MS } from '../../functions/reconcile-modelserving/children-cache.js';
 import { LABEL_NAME } from '../../functions/reconcile-modelserving/plan/names.js';
 import { kubeRequest } from '../../kube/raw.js';
 import { createLogger } from '../../runtime/log.js';
+import { inReconcileScope, throwIfLeaseLost } from '../../runtime/reconcile-scope.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 const log = createLogger('test-children-cache', process.env.LOG_LEVEL ?? 'warn');
@@ -63,5 +64,36 @@ describe('ModelServing children cache', () => {
     // Well past the check for b as well: every enqueue there was.
     await new Promise((r) => setTimeout(r, LAG_CHECK_MS * 2));
     expect(enqueued).toEqual([`${sb.namespace}/a`]);
+  });
+
+  it('outlives the reconcile that started it: that reconcile losing its lease fails none of its lists or enqueues', async () => {
+    // The handler starts the process-wide cache inside a reconcile (runtime/reconcile-scope.ts); its
+    // requests and Redis scripts must not inherit that reconcile's claim.
+    const lost = new AbortController();
+    const started = await inReconcileScope({ signal: lost.signal, token: 'lost' }, async () => childrenCacheFor(sb.kc, sb.namespace));
+    lost.abort('lease lost');
+    try {
+      await waitFor('the cache started by a reconcile that lost its lease to list', 60_000, async () => started.ready());
+      // As the host's enqueue does (queue/run-script.ts): refused inside a reconcile whose claim is lost.
+      const brought: string[] = [];
+      const enqueueLikeTheHost = async (key: string) => {
+        throwIfLeaseLost('Redis script');
+        brought.push(key);
+      };
+      expect(started.read('c', enqueueLikeTheHost).services).toEqual([]);
+      await createService(sb, 'c-0-main-0-0', 'c');
+      await waitFor('c to be brought back by an enqueue outside the lost claim', 30_000, async () => brought.length > 0);
+      expect(brought).toEqual([`${sb.namespace}/c`]);
+
+      // The rule-2 bookkeeping of a ModelServing without children is dropped at the idle tick; one
+      // with children is kept.
+      started.read('gone', enqueueLikeTheHost);
+      expect(started.tracked).toBe(2);
+      started.prune();
+      expect(started.tracked).toBe(1);
+      expect(started.read('c', enqueueLikeTheHost).services.map((s) => s.metadata?.name)).toEqual(['c-0-main-0-0']);
+    } finally {
+      await started.stop();
+    }
   });
 });
