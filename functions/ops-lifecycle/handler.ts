@@ -100,7 +100,8 @@ export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Pro
   const read = await readPod(ctx.kc, { namespace: req.namespace, name: req.name });
   if (read === undefined) return;
   // The Service cooperator first: the lifecycle then plans from the finalizers it left, in the same reconcile.
-  const pod = serviceCooperationEnabled(ctx.env) ? await cooperateWithServices(ctx, read) : read;
+  // Turned off, it still releases the finalizers a Pod kept from when it was on (no I/O for a Pod without any).
+  const pod = await cooperateWithServices(ctx, read, serviceCooperationEnabled(ctx.env));
   const state = podStateOf(pod);
 
   const { problem, ...checks } = await transitionChecks(ctx, pod, state);

@@ -84,16 +84,23 @@ describe('ops-lifecycle: the Service cooperator holds a Pod until it is out of t
 
     // The slice dropped the Pod strictly before the finalizer was released, and nothing routed to it from then on
     // until operate was over.
+    // Operate is over at the first completing version after it; without one the window would be empty and no
+    // leak could ever be seen.
+    const completing = snaps.find((s) => BigInt(s.resourceVersion) > operateAt && perIdKey('completing', ID) in s.labels);
+    expect(completing, `no completing version after operate:\n${timeline}`).toBeDefined();
+    const completingAt = BigInt(completing?.resourceVersion ?? '0');
     const events = traffic.ordered();
     const slices = new Map<string, string[]>();
     let droppedAt: bigint | undefined;
     const leaks: string[] = [];
     for (const e of events) {
       if (e.kind !== 'EndpointSlice') continue;
+      const before = slices.get(e.name) ?? [];
       slices.set(e.name, e.routed);
       const routed = [...slices.values()].flat().includes(TARGET);
-      if (!routed && droppedAt === undefined) droppedAt = e.rv;
-      if (routed && e.rv >= operateAt && e.rv < BigInt(snaps.find((s) => BigInt(s.resourceVersion) > operateAt && perIdKey('completing', ID) in s.labels)?.resourceVersion ?? '0')) leaks.push(String(e.rv));
+      // Dropped by the slice that routed the Pod, not merely at the first event of some other slice.
+      if (!routed && droppedAt === undefined && before.includes(TARGET)) droppedAt = e.rv;
+      if (routed && e.rv >= operateAt && e.rv < completingAt) leaks.push(String(e.rv));
     }
     const sliceTimeline = events.filter((e) => e.kind === 'EndpointSlice').map((e) => `${e.rv} routes ${e.kind === 'EndpointSlice' ? e.routed.join(',') : ''}`).join('\n');
     expect(droppedAt, `the EndpointSlice never dropped ${TARGET}:\n${sliceTimeline}`).toBeDefined();
@@ -138,5 +145,29 @@ describe('ops-lifecycle: the Service cooperator holds a Pod until it is out of t
     // Still serving: stopping cooperation is not a lifecycle.
     for (const name of PODS.slice(1)) expect((await mustReadPod(sb, { namespace: sb.namespace, name })).metadata.labels?.[perIdKey('operate', ID)]).toBeUndefined();
     await waitRouted(sb, 'web', PODS.slice(1));
+  });
+
+  it('turning cooperation off lets go of the finalizers Pods still hold: operate is granted', async () => {
+    // Cooperating again (flag on): the finalizers come back.
+    await kubeRequest(sb.kc, `/api/v1/namespaces/${sb.namespace}/services/web`, {
+      method: 'PATCH',
+      body: { metadata: { labels: { [SERVICE_COOPERATION_LABEL]: 'true' } } },
+      contentType: 'application/merge-patch+json',
+    });
+    for (const name of PODS.slice(1)) await waitPod(sb, { namespace: sb.namespace, name }, 'the Service finalizer back', (p) => (p.metadata.finalizers ?? []).includes(coop().finalizer), 60_000);
+    // The same functions with the cooperator turned off.
+    await ripple.stop();
+    ripple = await startRipple(sb, [definition({})], { env: { OPS_LIFECYCLE_TRAFFIC_OFF: 'gate' } });
+    const ops = operationClient({ kc: sb.kc });
+    const ref = { namespace: sb.namespace, name: 'web-2' };
+    const adapter: OperationAdapter = { id: 'after-off', type: 'update', allowMultiType: true };
+    await ops.begin(ref, adapter);
+    await waitFor('operate to be granted with cooperation off', 60_000, async () => (await ops.allowOps(ref, adapter)).allowed, 20);
+    for (const name of PODS.slice(1)) {
+      const pod = await waitPod(sb, { namespace: sb.namespace, name }, 'the Service finalizer released', (p) => !(p.metadata.finalizers ?? []).includes(coop().finalizer), 60_000);
+      expect(JSON.parse(pod.metadata.annotations?.[AVAILABLE_CONDITIONS_ANNOTATION] ?? '{}').expectedFinalizers ?? {}).toEqual({});
+    }
+    await ops.finish(ref, adapter);
+    await waitServing(sb, ref);
   });
 });

@@ -14,16 +14,23 @@ import { listCooperatingServices, servicesRoutingTo } from './services.js';
  * A Pod with no cooperating Service in its namespace and none of Ripple's Service finalizers costs one LIST of
  * labelled Services; the EndpointSlices are listed only when a finalizer is about to be released. The write is
  * preconditioned on the version read: a 409 propagates and the retry plans again.
+ *
+ * With cooperation turned off (`enabled` false, OPS_LIFECYCLE_SERVICE_COOPERATION not true) no Service is listed
+ * and nothing new is held, but a Pod still holding Ripple's Service finalizers from when it was on is planned as
+ * if no Service cooperated any more: each finalizer is released (once the Pod is out of the Service's endpoints
+ * when it is being drained). Skipping such a Pod would strand its finalizers: operate never granted, a delete
+ * that never ends.
  */
-export async function cooperateWithServices(ctx: HandlerContext, pod: LifecyclePod): Promise<LifecyclePod> {
+export async function cooperateWithServices(ctx: HandlerContext, pod: LifecyclePod, enabled = true): Promise<LifecyclePod> {
   const namespace = pod.metadata.namespace ?? '';
   const state = podStateOf(pod);
   const controlled = isControlled(state.labels);
   const holds = state.finalizers.some((f) => f.startsWith(SERVICE_FINALIZER_PREFIX));
   // A Pod that left the lifecycle (control label removed) is let go at once: no event of it reaches this function
   // any more (its watch is label-selected), so a finalizer held for its endpoints would never be released.
-  if (!controlled && !holds) return pod;
-  const services = controlled ? await listCooperatingServices(ctx.kc, namespace) : [];
+  const cooperating = controlled && enabled;
+  if (!cooperating && !holds) return pod;
+  const services = cooperating ? await listCooperatingServices(ctx.kc, namespace) : [];
   if (services.length === 0 && !holds) return pod;
   let plan = planServiceCooperation({ namespace, pod: state, services, ...(controlled ? {} : { routedBy: new Set<string>() }) });
   if (plan.needsRoutes) {

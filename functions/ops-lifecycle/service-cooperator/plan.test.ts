@@ -99,4 +99,22 @@ describe('planServiceCooperation', () => {
     expect(plan.finalizers).toEqual([]);
     expect(plan.annotations.set[AVAILABLE_CONDITIONS_ANNOTATION]).toBe('{}');
   });
+
+  // OPS_LIFECYCLE_SERVICE_COOPERATION turned off: cooperate.ts plans with no Service at all for a Pod still
+  // holding Ripple's finalizers, so everything it holds is a leftover and is released like one.
+  it('cooperation turned off (no Services): a draining Pod is released once unrouted, its expectation forgotten', () => {
+    const pod = podState({ labels, annotations: expecting(WEB), finalizers: ['other', WEB.finalizer], conditions: conditions('True', 'False') });
+    expect(planServiceCooperation({ namespace: NS, pod, services: [] })).toMatchObject({ needsRoutes: true, changed: false });
+    expect(planServiceCooperation({ namespace: NS, pod, services: [], routedBy: new Set(['web']) })).toMatchObject({ heldBy: ['web'], changed: false });
+    const plan = planServiceCooperation({ namespace: NS, pod, services: [], routedBy: new Set() });
+    expect(plan.finalizers).toEqual(['other']);
+    expect(plan.annotations.set[AVAILABLE_CONDITIONS_ANNOTATION]).toBe('{}');
+  });
+
+  it('cooperation turned off (no Services): a serving Pod is released at once and adds nothing', () => {
+    const pod = podState({ labels, annotations: expecting(WEB), finalizers: [WEB.finalizer], conditions: conditions('True', 'True') });
+    const plan = planServiceCooperation({ namespace: NS, pod, services: [] });
+    expect(plan).toMatchObject({ needsRoutes: false, changed: true, finalizers: [] });
+    expect(planServiceCooperation({ namespace: NS, pod: podState({ labels, conditions: conditions('True', 'True') }), services: [] }).changed).toBe(false);
+  });
 });
