@@ -3,9 +3,11 @@ import type { HandlerContext, ReconcileRequest, ReconcileResult } from '../../ru
 import { serviceCooperationEnabled, trafficOffModeOf } from './config.js';
 import { cooperateWithServices } from './service-cooperator/cooperate.js';
 import { listPodEndpoints } from './pod-access/endpoint-slices.js';
-import { listControlledPods, patchPodMetadata, patchServiceReady, readPod, readServiceSelector } from './pod-access/pod-api.js';
+import { isConflict, listControlledPods, patchPodMetadata, patchServiceReady, readPod, readServiceSelector } from './pod-access/pod-api.js';
+import { controlledPodCacheFor } from './pod-access/pod-cache.js';
 import { controllerUidOf, podStateOf, type LifecyclePod } from './pod-access/pod.js';
 import { CONTROLLED_PODS_SELECTOR } from './triggers.js';
+import { OPS_LIFECYCLE } from './definition.js';
 import {
   expectationsToVerify,
   isEmptyDiff,
@@ -87,18 +89,42 @@ async function transitionChecks(ctx: HandlerContext, pod: LifecyclePod, state: P
   return { ...checks, preCheck: verdict.allowed };
 }
 
+/** The reason the resync tick enqueues with (runtime/host.ts): the only reconciles that read the Pod cache. */
+const RESYNC_REASON = 'resync';
+
 /**
- * One step of the PodOpsLifecycle for one Pod: read it fresh, plan (protocol/planReconcile), then write the
+ * A resync reconcile plans from the worker's watched cache of controlled Pods (pod-access/pod-cache.ts), so the
+ * 60 s resync of an unchanged Pod makes no request; any other reconcile was woken by a change and reads the Pod
+ * live. A stale cached Pod can only cost a 409 (every write is preconditioned on the version planned from):
+ * the step is then redone once from the live Pod, and a 409 after that propagates like any other.
+ */
+export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Promise<ReconcileResult | void> {
+  const namespace = req.namespace;
+  if (namespace === undefined) return;
+  const cache = controlledPodCacheFor(ctx.kc, namespace, ctx.log);
+  const cached = req.reason === RESYNC_REASON ? cache.read(namespace, req.name, (key) => ctx.enqueue(OPS_LIFECYCLE, key)) : undefined;
+  if (cached !== undefined) {
+    try {
+      return await step({ ...req, namespace }, ctx, cached);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      ctx.log.info({ resourceVersion: cached.metadata.resourceVersion }, 'cached pod was stale (409); reading it live');
+    }
+  }
+  const live = await readPod(ctx.kc, { namespace, name: req.name });
+  if (live === undefined) return;
+  return step({ ...req, namespace }, ctx, live);
+}
+
+/**
+ * One step of the PodOpsLifecycle for one Pod: from the Pod as read, plan (protocol/planReconcile), then write the
  * label/annotation changes and the service-ready condition, each preconditioned on the resourceVersion the plan
  * was made from. A 409 propagates: the queue retries with backoff and the retry plans from the newer Pod.
  *
  * The watch event of each write brings the next step, so nothing here is timed: operation delays belong to
  * the operator (client/allowOps returns how long to wait), and waits on cooperators end with their writes.
  */
-export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Promise<ReconcileResult | void> {
-  if (req.namespace === undefined) return;
-  const read = await readPod(ctx.kc, { namespace: req.namespace, name: req.name });
-  if (read === undefined) return;
+async function step(req: ReconcileRequest & { namespace: string }, ctx: HandlerContext, read: LifecyclePod): Promise<void> {
   // The Service cooperator first: the lifecycle then plans from the finalizers it left, in the same reconcile.
   // Turned off, it still releases the finalizers a Pod kept from when it was on (no I/O for a Pod without any).
   const pod = await cooperateWithServices(ctx, read, serviceCooperationEnabled(ctx.env));
