@@ -1,5 +1,7 @@
 import { deletePodExactly, patchPodMetadata, readPod, retryOnConflict } from '../pod-access/pod-api.js';
-import type { PodRef } from '../pod-access/pod.js';
+import type { LifecyclePod, PodRef } from '../pod-access/pod.js';
+import { wakeOnPodChange } from '../pod-access/pod-wake.js';
+import type { Logger } from '../../../runtime/log.js';
 import {
   allowOps,
   begin,
@@ -45,7 +47,17 @@ export interface DeleteThroughLifecycleOptions {
    * waiting answers then carry `requeueAfterMs: Infinity` (no requeue) except during an operation delay.
    */
   wokenByPodEvents?: boolean;
+  /**
+   * Event-driven waiting for an owner that is not woken by its Pods' changes: while the answer is `waiting`, a
+   * watch of exactly this Pod (fieldSelector metadata.name, pod-access/pod-wake.ts) calls `onChange` once the Pod
+   * changes (typically: enqueue the owner), so the owner reads the Pod once per change instead of once per
+   * `pollMs`. The waiting answers then carry `fallbackPollMs` (default 60 s), only in case the watch is lost.
+   */
+  wake?: { onChange: () => Promise<void>; log: Logger; fallbackPollMs?: number };
 }
+
+/** The slow requeue of an owner woken by a watch of its Pod (opts.wake), in case that watch is lost. */
+export const WAKE_FALLBACK_POLL_MS = 60_000;
 
 export type DeleteThroughLifecycleResult =
   | {
@@ -74,7 +86,17 @@ export async function deleteThroughLifecycle(
   opts: DeleteThroughLifecycleOptions = {},
 ): Promise<DeleteThroughLifecycleResult> {
   const adapter = opts.adapter ?? deletionAdapter();
-  const pollMs = opts.wokenByPodEvents ? Number.POSITIVE_INFINITY : (opts.pollMs ?? 2_000);
+  const pollMs = opts.wokenByPodEvents
+    ? Number.POSITIVE_INFINITY
+    : opts.wake
+      ? (opts.wake.fallbackPollMs ?? WAKE_FALLBACK_POLL_MS)
+      : (opts.pollMs ?? 2_000);
+  const wake = opts.wake;
+  // Waiting on a Pod version: with opts.wake, its next change wakes the owner.
+  const waiting = <T>(pod: LifecyclePod, answer: T): T => {
+    if (wake && !opts.wokenByPodEvents) wakeOnPodChange(deps.kc, pod, wake.log, wake.onChange);
+    return answer;
+  };
   return retryOnConflict(
     `delete through lifecycle ${ref.namespace}/${ref.name}`,
     async (): Promise<DeleteThroughLifecycleResult> => {
@@ -97,14 +119,14 @@ export async function deleteThroughLifecycle(
       const begun = begin(metadata, adapter, { now });
       if (begun.changed || enrol) {
         const patch = enrol ? { ...begun.patch, labels: { ...begun.patch.labels, set: { ...begun.patch.labels.set, [CONTROL_LABEL]: CONTROL_LABEL_VALUE } } } : begun.patch;
-        await patchPodMetadata(deps.kc, pod, patch);
-        return { state: 'waiting', stage: 'Begun', requeueAfterMs: pollMs };
+        const written = await patchPodMetadata(deps.kc, pod, patch);
+        return waiting(written, { state: 'waiting', stage: 'Begun', requeueAfterMs: pollMs });
       }
       const answer = allowOps(metadata, adapter, { now, operationDelaySeconds: opts.operationDelaySeconds });
       if (!answer.allowed) {
         return answer.requeueAfterMs !== undefined
           ? { state: 'waiting', stage: 'OperationDelay', requeueAfterMs: answer.requeueAfterMs }
-          : { state: 'waiting', stage: 'Preparing', requeueAfterMs: pollMs };
+          : waiting(pod, { state: 'waiting', stage: 'Preparing', requeueAfterMs: pollMs });
       }
       await deletePodExactly(deps.kc, pod);
       return { state: 'deleted', how: 'deleted' };

@@ -1,0 +1,98 @@
+/**
+ * Wakes a waiting owner when one Pod changes, instead of the owner polling it (issue 15 scenario 7): a
+ * list-watch of exactly that Pod (fieldSelector metadata.name, watcher/list-watch.ts) that calls `wake` once,
+ * on the first version newer than the one the owner last read, and then stops. One watch per Pod instance in
+ * this process, however often the owner asks while it waits; a newer ask replaces the callback.
+ *
+ * Process-local and best-effort like a connection pool: a watch lost with its process costs only the owner's
+ * slow fallback requeue, never a wrong step, since the owner reads the Pod again before it acts.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Resources } from '../../../kube/resources.js';
+import type { Logger } from '../../../runtime/log.js';
+import { ListWatch } from '../../../watcher/list-watch.js';
+import type { LifecyclePod } from './pod.js';
+
+/** A watch nobody re-armed for this long stops even without a change (the owner's fallback takes over). */
+export const WAKE_WATCH_MAX_MS = 10 * 60_000;
+
+interface Armed {
+  watch: ListWatch;
+  version: string;
+  wake: () => Promise<void>;
+  expiry: NodeJS.Timeout;
+}
+
+const armed = new Map<string, Armed>();
+
+function isNewer(a: string, b: string): boolean {
+  return /^\d+$/.test(a) && /^\d+$/.test(b) ? BigInt(a) > BigInt(b) : a !== b;
+}
+
+function disarm(key: string, entry: Armed): void {
+  if (armed.get(key) !== entry) return;
+  armed.delete(key);
+  clearTimeout(entry.expiry);
+  void entry.watch.stop();
+}
+
+/**
+ * Calls `wake` once when `pod` changes past the version given (or is deleted). `pod` is the version the caller
+ * planned from; asking again for the same Pod only moves the version and the callback.
+ */
+export function wakeOnPodChange(kc: KubeConfig, pod: LifecyclePod, log: Logger, wake: () => Promise<void>): void {
+  const namespace = pod.metadata.namespace ?? '';
+  const version = pod.metadata.resourceVersion;
+  if (version === undefined) return;
+  const key = `${namespace}/${pod.metadata.name}/${pod.metadata.uid ?? ''}`;
+  const existing = armed.get(key);
+  if (existing) {
+    if (isNewer(version, existing.version)) existing.version = version;
+    existing.wake = wake;
+    existing.expiry.refresh();
+    return;
+  }
+  // Set right after the watch is made; its events are delivered asynchronously, never before.
+  const slot: { entry?: Armed } = {};
+  const fire = (): void => {
+    const current = slot.entry;
+    if (current === undefined) return;
+    disarm(key, current);
+    current.wake().catch((err: unknown) => log.info({ err: String(err), pod: key }, 'waking the owner after a pod change failed'));
+  };
+  const watch = new ListWatch({
+    kc,
+    resource: Resources.pod,
+    namespace,
+    fieldSelector: `metadata.name=${pod.metadata.name}`,
+    log,
+    onEvent: async (e) => {
+      const current = slot.entry;
+      if (current === undefined) return;
+      const v = e.object.metadata.resourceVersion;
+      // The first list hands over the Pod as it is: only a version past the one planned from is a change.
+      if (e.type === 'delete' || e.object.metadata.uid !== pod.metadata.uid || (v !== undefined && isNewer(v, current.version))) fire();
+    },
+  });
+  const expiry = setTimeout(() => slot.entry && disarm(key, slot.entry), WAKE_WATCH_MAX_MS);
+  expiry.unref();
+  slot.entry = { watch, version, wake, expiry };
+  armed.set(key, slot.entry);
+}
+
+/** How many Pods are watched for an owner now (tests check none is left behind). */
+export function armedPodWakes(): number {
+  return armed.size;
+}
+
+/** Stops every pod watch of this process (a test or benchmark that ends on its own). */
+export async function stopPodWakes(): Promise<void> {
+  const all = [...armed.entries()];
+  armed.clear();
+  await Promise.all(
+    all.map(async ([, e]) => {
+      clearTimeout(e.expiry);
+      await e.watch.stop();
+    }),
+  );
+}

@@ -1,0 +1,124 @@
+// Issue 15 scenario 7: an owner waiting in deleteThroughLifecycle must not poll its Pod. With `wake`, a watch of
+// exactly that Pod wakes the owner when the Pod changes; while nothing changes the owner is not woken, and its
+// requeue is only the slow fallback, so it makes no repeated GETs of the Pod.
+import https from 'node:https';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  cooperatorFor,
+  deleteThroughLifecycle,
+  syncCooperation,
+  type Cooperator,
+  type LifecycleClientDeps,
+  type PodRef,
+} from '../../functions/ops-lifecycle/client/index.js';
+import { definition } from '../../functions/ops-lifecycle/definition.js';
+import { readPod } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
+import { armedPodWakes, stopPodWakes } from '../../functions/ops-lifecycle/pod-access/pod-wake.js';
+import { stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
+import { createLogger } from '../../runtime/log.js';
+import { createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { startRipple, type RunningRipple } from '../harness/ripple.js';
+import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+
+/** Counts this process's GETs of one object path (every API request goes through https.request). */
+function countGets(pathSuffix: string): { count(): number; stop(): void } {
+  let n = 0;
+  const original = https.request;
+  (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
+    const first: unknown = args[0];
+    if (typeof first === 'object' && first !== null && !(first instanceof URL)) {
+      const o = first as https.RequestOptions;
+      if ((o.method ?? 'GET') === 'GET' && (o.path ?? '').split('?')[0]?.endsWith(pathSuffix)) n++;
+    }
+    return original.apply(this, args);
+  } as typeof https.request;
+  return { count: () => n, stop: () => void ((https as { request: typeof https.request }).request = original) };
+}
+
+describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (scenario 7)', () => {
+  let sb: TestSandbox;
+  let ripple: RunningRipple;
+  let deps: LifecycleClientDeps;
+  const log = createLogger('test-delete-wake', process.env.LOG_LEVEL ?? 'warn');
+
+  async function cooperate(ref: PodRef, cooperator: Cooperator, selected: boolean) {
+    return syncCooperation(deps, ref, cooperator, { selected });
+  }
+
+  beforeAll(async () => {
+    sb = await openSandbox('opslc-wake');
+    ripple = await startRipple(sb, [definition({})]);
+    deps = { kc: sb.kc };
+  });
+  afterAll(async () => {
+    await ripple?.stop();
+    await stopPodWakes();
+    await stopControlledPodCaches();
+    if (sb) {
+      // A protection finalizer left by a failed run would hold the namespace's deletion.
+      const pods = await sb.core.listNamespacedPod({ namespace: sb.namespace });
+      for (const p of pods.items) {
+        const name = p.metadata?.name;
+        if (name && (p.metadata?.finalizers ?? []).length > 0) {
+          await sb.core.patchNamespacedPod({ name, namespace: sb.namespace, body: [{ op: 'remove', path: '/metadata/finalizers' }] }).catch(() => undefined);
+        }
+      }
+      await sb.cleanup();
+    }
+  });
+
+  it('while a cooperator holds the pod the owner is not woken and makes no GETs; its release wakes the owner once', async () => {
+    await sb.core.createNamespacedService({ namespace: sb.namespace, body: { metadata: { name: 'held-traffic' }, spec: { selector: { app: 'held' }, ports: [{ port: 80 }] } } });
+    const cooperator = cooperatorFor({ kind: 'Service', namespace: sb.namespace, name: 'held-traffic' });
+    const ref = await createControlledPod(sb, 'held');
+    await waitServing(sb, ref);
+    await cooperate(ref, cooperator, true);
+    const target = { ...ref, uid: (await mustReadPod(sb, ref)).metadata.uid };
+
+    let wakes = 0;
+    const wake = { onChange: async () => void wakes++, log };
+    const ask = () => deleteThroughLifecycle(deps, target, { wake });
+    const gets = countGets(`/namespaces/${ref.namespace}/pods/${ref.name}`);
+    try {
+      // Begun, then woken by the lifecycle's own steps until it settles in Preparing (the cooperator holds it).
+      let answer = await ask();
+      expect(answer).toMatchObject({ state: 'waiting', stage: 'Begun' });
+      await waitFor('the owner to wait in Preparing', 30_000, async () => {
+        if (wakes === 0) return false;
+        wakes = 0;
+        answer = await ask();
+        return answer.state === 'waiting' && answer.stage === 'Preparing';
+      });
+      // The fallback is slow: the owner relies on the watch, not on a poll.
+      expect(answer).toEqual({ state: 'waiting', stage: 'Preparing', requeueAfterMs: 60_000 });
+
+      // Nothing changes while the cooperator holds the Pod (the lifecycle has written everything it can).
+      await waitFor('the lifecycle to have nothing left to write', 30_000, async () => {
+        const v = (await mustReadPod(sb, ref)).metadata.resourceVersion;
+        await sleep(1_500);
+        return (await mustReadPod(sb, ref)).metadata.resourceVersion === v;
+      });
+      wakes = 0;
+      answer = await ask();
+      expect(answer).toMatchObject({ state: 'waiting', stage: 'Preparing' });
+      const getsBefore = gets.count();
+      // An owner that polled every 2 s (the default pollMs) would have read the Pod twice in this window.
+      await sleep(4_000);
+      expect(wakes).toBe(0);
+      expect(gets.count() - getsBefore).toBe(0);
+      expect(armedPodWakes()).toBe(1);
+
+      // The cooperator lets go: that write wakes the owner, and the next ask deletes.
+      await cooperate(ref, cooperator, false);
+      await waitFor('the owner to be woken by the release', 30_000, async () => wakes > 0);
+      const done = await waitFor('deleteThroughLifecycle to delete', 30_000, async () => {
+        const r = await ask();
+        return r.state === 'deleted' ? r : undefined;
+      });
+      expect(done.how).toBe('deleted');
+      await waitFor('the Pod to be gone', 30_000, async () => (await readPod(sb.kc, ref)) === undefined);
+    } finally {
+      gets.stop();
+    }
+  });
+});
