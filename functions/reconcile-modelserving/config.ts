@@ -25,11 +25,22 @@ export const modelServingConfigSchema = z.object({
   MODELSERVING_DELETION_WARN_AFTER_MS: z.coerce.number().int().positive().default(600_000),
   /**
    * Plan from a worker-local cache of the children (children-cache.ts) instead of listing them every
-   * reconcile; "false" lists every time. Without Volcano only (PodGroups are always listed).
+   * reconcile; "false" lists every time. Without Volcano only (PodGroups are always listed). Unset, it
+   * is on in a worker and off when served as an HTTP function (servedAsHttpFunction).
    */
-  MODELSERVING_CHILDREN_CACHE: z.enum(['true', 'false'], { error: 'MODELSERVING_CHILDREN_CACHE must be "true" or "false"' }).default('true'),
+  MODELSERVING_CHILDREN_CACHE: z.enum(['true', 'false'], { error: 'MODELSERVING_CHILDREN_CACHE must be "true" or "false"' }).optional(),
 });
-export type ModelServingConfig = z.infer<typeof modelServingConfigSchema>;
+export type ModelServingConfig = Omit<z.infer<typeof modelServingConfigSchema>, 'MODELSERVING_CHILDREN_CACHE'> & { MODELSERVING_CHILDREN_CACHE: 'true' | 'false' };
+
+/**
+ * Whether this process serves functions over HTTP (`ripple serve`): Knative sets K_SERVICE in every
+ * revision's container, and the OpenFaaS manifests run the image with RIPPLE_MODE=serve. There the
+ * platform throttles the CPU between requests, so a cache's watches fall behind and every reconcile
+ * would wait for it and list anyway: the children cache is off unless asked for.
+ */
+export function servedAsHttpFunction(env: Readonly<Record<string, string | undefined>>): boolean {
+  return env['RIPPLE_MODE'] === 'serve' || Boolean(env['K_SERVICE']);
+}
 
 const parsed = new WeakMap<Readonly<Record<string, string | undefined>>, ModelServingConfig>();
 
@@ -39,6 +50,10 @@ const parsed = new WeakMap<Readonly<Record<string, string | undefined>>, ModelSe
  */
 export function modelServingConfig(env: Readonly<Record<string, string | undefined>>): ModelServingConfig {
   let config = parsed.get(env);
-  if (!config) parsed.set(env, (config = modelServingConfigSchema.parse(env)));
+  if (!config) {
+    const read = modelServingConfigSchema.parse(env);
+    config = { ...read, MODELSERVING_CHILDREN_CACHE: read.MODELSERVING_CHILDREN_CACHE ?? (servedAsHttpFunction(env) ? 'false' : 'true') };
+    parsed.set(env, config);
+  }
   return config;
 }
