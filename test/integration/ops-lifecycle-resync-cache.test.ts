@@ -4,7 +4,7 @@
 import https from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
-import { stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
+import { controlledPodCacheFor, stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { createControlledPod, mustReadPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
@@ -73,5 +73,23 @@ describe('ops-lifecycle: resync reads the watched pod cache (scenario 7)', () =>
     }
     // Nothing was written: the pod is the version it settled at.
     expect((await mustReadPod(sb, ref)).metadata.resourceVersion).toBe(serving.metadata.resourceVersion);
+  });
+
+  it('a change of a pod after a resync read it from the cache brings the pod back (a resync job can fold an event in)', async () => {
+    const ref = await createControlledPod(sb, 'folded');
+    await waitServing(sb, ref);
+    const key = `${ref.namespace}/${ref.name}`;
+    const cache = controlledPodCacheFor(sb.kc, ref.namespace, log);
+    await waitFor('the cache to hold the settled pod', 30_000, async () => {
+      const hits = cache.hits;
+      await ripple.host.runHandler(def, { key, reason: 'resync', log });
+      return cache.hits > hits;
+    });
+    const late = cache.lateEnqueues;
+    // Something the lifecycle reads (annotations) changes after the cached read.
+    const current = await sb.core.readNamespacedPod({ name: ref.name, namespace: ref.namespace });
+    current.metadata = { ...current.metadata, annotations: { ...current.metadata?.annotations, 'test.ripple.dev/touched': 'yes' } };
+    await sb.core.replaceNamespacedPod({ name: ref.name, namespace: ref.namespace, body: current });
+    await waitFor('the cache to enqueue the pod again', 30_000, async () => cache.lateEnqueues === late + 1);
   });
 });
