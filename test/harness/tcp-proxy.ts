@@ -11,6 +11,8 @@ export class TcpProxy {
   private readonly sockets = new Set<net.Socket>();
   private refusing = false;
   private silent = false;
+  /** Open connections paused by blackhole(), resumed by resume(). */
+  private readonly held = new Set<net.Socket>();
   private server?: net.Server;
   port = 0;
 
@@ -32,13 +34,38 @@ export class TcpProxy {
       const upstream = net.connect(this.target.port, this.target.host);
       for (const s of [client, upstream]) {
         this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
+        s.on('close', () => {
+          this.sockets.delete(s);
+          this.held.delete(s);
+        });
         s.on('error', () => s.destroy());
       }
-      client.pipe(upstream).pipe(client);
+      this.forward(client, upstream);
+      this.forward(upstream, client);
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.port = (this.server.address() as net.AddressInfo).port;
+  }
+
+  /**
+   * Copies `from` to `to` unless the proxy is blackholed: then `from` is paused with the chunk put back,
+   * so an open connection (a pooled keep-alive one too) goes silent in both directions, and nothing is
+   * lost — its bytes flow again on resume(), as TCP retransmits once a path comes back.
+   */
+  private forward(from: net.Socket, to: net.Socket): void {
+    from.on('data', (chunk: Buffer) => {
+      if (this.silent) {
+        from.pause();
+        from.unshift(chunk);
+        this.held.add(from);
+        return;
+      }
+      if (!to.write(chunk)) {
+        from.pause();
+        to.once('drain', () => (this.silent ? this.held.add(from) : from.resume()));
+      }
+    });
+    from.on('end', () => to.end());
   }
 
   /** Cuts every open connection and refuses new ones until resume(). */
@@ -48,9 +75,11 @@ export class TcpProxy {
   }
 
   /**
-   * New connections are accepted and never answered (not even the TLS handshake) until resume().
-   * Open connections are left as they are; connections accepted meanwhile stay silent after resume()
-   * too, as a request lost in a blackhole stays lost: only the client's own timeouts end them.
+   * New connections are accepted and never answered (not even the TLS handshake) until resume(), and
+   * open connections stop forwarding in both directions (a keep-alive connection must not be a way
+   * around the outage). Open connections carry on after resume(); connections accepted meanwhile stay
+   * silent after resume() too, as a request lost in a blackhole stays lost: only the client's own
+   * timeouts end them.
    */
   blackhole(): void {
     this.silent = true;
@@ -59,6 +88,8 @@ export class TcpProxy {
   resume(): void {
     this.refusing = false;
     this.silent = false;
+    for (const s of this.held) s.resume();
+    this.held.clear();
   }
 
   async stop(): Promise<void> {
