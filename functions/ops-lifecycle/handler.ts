@@ -101,7 +101,7 @@ const RESYNC_REASON = 'resync';
 export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Promise<ReconcileResult | void> {
   const namespace = req.namespace;
   if (namespace === undefined) return;
-  const cache = controlledPodCacheFor(ctx.kc, namespace, ctx.log);
+  const cache = controlledPodCacheFor(ctx.kc, namespace);
   const cached = req.reason === RESYNC_REASON ? cache.read(namespace, req.name, (key) => ctx.enqueue(OPS_LIFECYCLE, key)) : undefined;
   if (cached !== undefined) {
     try {

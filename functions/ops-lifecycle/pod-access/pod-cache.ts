@@ -17,7 +17,8 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Resources } from '../../../kube/resources.js';
-import type { Logger } from '../../../runtime/log.js';
+import { createLogger, type Logger } from '../../../runtime/log.js';
+import { outsideReconcileScope } from '../../../runtime/reconcile-scope.js';
 import type { WatchEvent } from '../../../watcher/events.js';
 import { ListWatch } from '../../../watcher/list-watch.js';
 import { passes } from '../../../watcher/predicates.js';
@@ -117,17 +118,25 @@ export class ControlledPodCache {
 const caches = new WeakMap<KubeConfig, Map<string, ControlledPodCache>>();
 const running = new Set<ControlledPodCache>();
 
+let base: Logger | undefined;
+
 /** The cache of `namespace`'s controlled Pods for this KubeConfig, started on first use (a process-wide pool). */
-export function controlledPodCacheFor(kc: KubeConfig, namespace: string, log: Logger): ControlledPodCache {
+export function controlledPodCacheFor(kc: KubeConfig, namespace: string, log: Logger = (base ??= createLogger('ops-lifecycle'))): ControlledPodCache {
   let byNamespace = caches.get(kc);
   if (!byNamespace) caches.set(kc, (byNamespace = new Map()));
   let cache = byNamespace.get(namespace);
   if (!cache) {
     const registry = byNamespace;
-    const created: ControlledPodCache = new ControlledPodCache(kc, namespace, log.child({ cache: 'ops-lifecycle-pods', namespace }), () => {
-      registry.delete(namespace);
-      running.delete(created);
-    });
+    // Created outside the calling reconcile's scope (runtime/reconcile-scope.ts), as children-cache.ts does:
+    // its watch, relists and re-enqueues outlive that reconcile and must not fail with LeaseLostError once
+    // the reconcile loses its lease. The logger is a base one, not the reconcile's (whose key it would carry).
+    const created: ControlledPodCache = outsideReconcileScope(
+      () =>
+        new ControlledPodCache(kc, namespace, log.child({ cache: 'ops-lifecycle-pods', namespace }), () => {
+          registry.delete(namespace);
+          running.delete(created);
+        }),
+    );
     cache = created;
     byNamespace.set(namespace, cache);
     running.add(cache);
