@@ -1,6 +1,8 @@
 // The PodOpsLifecycle deletion finalizer must never make a ModelServing undeletable: an opted-in ModelServing whose
 // spec stopped parsing is still drained and deleted; removing the opt-in while the deletion waits lets it complete;
 // a drain that waits too long says so with one Warning naming the pods and their stage.
+import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definition as opsLifecycle } from '../../functions/ops-lifecycle/definition.js';
 import { LabelPrefix, PROTECTION_FINALIZER_PREFIX } from '../../functions/ops-lifecycle/protocol/index.js';
@@ -39,6 +41,24 @@ async function optedInAndHeld(sb: TestSandbox, name: string): Promise<void> {
   await waitFor(`${name} to hold its deletion finalizer`, 30_000, async () => (await finalizersOf(sb, name))?.includes(LIFECYCLE_DELETION_FINALIZER));
 }
 
+/** Counts this process's status writes to one object path that the API server answered with 409. */
+function countStatusConflicts(pathSuffix: string): { count(): number; stop(): void } {
+  let n = 0;
+  const original = https.request;
+  (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
+    const req = original.apply(this, args);
+    const first: unknown = args[0];
+    if (typeof first === 'object' && first !== null && !(first instanceof URL)) {
+      const o = first as https.RequestOptions;
+      if (o.method === 'PATCH' && (o.path ?? '').split('?')[0]?.endsWith(pathSuffix)) {
+        req.on('response', (res: IncomingMessage) => void (res.statusCode === 409 && n++));
+      }
+    }
+    return req;
+  } as typeof https.request;
+  return { count: () => n, stop: () => void ((https as { request: typeof https.request }).request = original) };
+}
+
 describe('ModelServing deletion finalizer (PodOpsLifecycle opt-in)', () => {
   let sb: TestSandbox;
   let ripple: RunningRipple;
@@ -59,6 +79,19 @@ describe('ModelServing deletion finalizer (PodOpsLifecycle opt-in)', () => {
     await waitFor('inv reported invalid', 30_000, async () => condition(await mustGetMs(sb, 'inv'), 'ConfigValid')?.status === 'False');
     await deleteMs(sb, 'inv');
     await waitFor('inv and its pods to be gone', 60_000, async () => (await finalizersOf(sb, 'inv')) === undefined && (await listPods(sb, 'inv')).length === 0);
+  });
+
+  it('the status write after adding or removing the finalizer uses the resourceVersion that write left (no 409)', async () => {
+    const conflicts = countStatusConflicts(`${objectPath(Resources.modelServing, sb.namespace, 'rv')}/status`);
+    try {
+      await optedInAndHeld(sb, 'rv');
+      await patchMs(sb, 'rv', { metadata: { annotations: { [LIFECYCLE_OPT_IN_ANNOTATION]: null } } });
+      await waitFor('rv to let go of its finalizer', 30_000, async () => !(await finalizersOf(sb, 'rv'))?.includes(LIFECYCLE_DELETION_FINALIZER));
+      await waitConverged(sb, 'rv', { podsPerGroup: 2 });
+    } finally {
+      conflicts.stop();
+    }
+    expect(conflicts.count()).toBe(0);
   });
 
   it('a held deletion waits with one Warning naming the pods and stage, and removing the opt-in lets it complete', async () => {
