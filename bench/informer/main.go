@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -57,6 +57,18 @@ func rssMiB() float64 {
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
+// stripManagedFields drops managedFields before an object is stored. Its untyped signature is client-go's
+// cache.TransformFunc, which the informer requires; the object is narrowed to its metadata at once, and
+// anything without metadata of its own (a DeletedFinalStateUnknown tombstone) is stored unchanged.
+func stripManagedFields(obj interface{}) (interface{}, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+var _ cache.TransformFunc = stripManagedFields
+
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig path")
 	strip := flag.Bool("strip-managed-fields", false, "drop managedFields with a transform before objects are stored (what controller-runtime users opt into)")
@@ -73,12 +85,7 @@ func main() {
 	variant := "client-go"
 	if *strip {
 		variant = "client-go-stripped"
-		opts = append(opts, informers.WithTransform(func(obj interface{}) (interface{}, error) {
-			if m, ok := obj.(metav1.Object); ok {
-				m.SetManagedFields(nil)
-			}
-			return obj, nil
-		}))
+		opts = append(opts, informers.WithTransform(stripManagedFields))
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
 	pods := factory.Core().V1().Pods().Informer()
