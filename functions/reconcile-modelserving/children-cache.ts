@@ -33,7 +33,8 @@ import { keepFields, type Projection } from '../../watcher/projection.js';
 import type { Children } from './observe.js';
 import { LABEL_NAME } from './plan/names.js';
 import { CHILDREN_SELECTOR, podFactsChanged, serviceChanged } from './triggers.js';
-import { CHILD_RESOURCES, isNewer, type ChildResource, type WriteMarks } from './write-marks.js';
+import { isNewer } from '../../kube/resource-version.js';
+import { CHILD_RESOURCES, type ChildResource, type WriteMarks } from './write-marks.js';
 
 /** A cache no reconcile used for this long stops its watches. */
 export const IDLE_MS = 5 * 60_000;

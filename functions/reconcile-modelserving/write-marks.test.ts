@@ -1,16 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isNewer, nextMarks, NO_MARKS, WriteTracker } from './write-marks.js';
+import { nextMarks, NO_MARKS, WriteTracker } from './write-marks.js';
 
 describe('write marks', () => {
-  it('compares resourceVersions as integers, and never assumes one that is not a number is older', () => {
-    expect(isNewer('100', '99')).toBe(true);
-    expect(isNewer('99', '100')).toBe(false);
-    expect(isNewer('100', '100')).toBe(false);
-    expect(isNewer('12345678901234567890', '12345678901234567889')).toBe(true);
-    expect(isNewer('abc', '100')).toBe(true);
-    expect(isNewer('100', 'abc')).toBe(true);
-  });
-
   it('keeps the newest version per resource; an unknown outcome makes the next reconcile list', () => {
     const t = new WriteTracker();
     t.note('pods', '10');

@@ -4,6 +4,7 @@
  * Kept in Redis (not in the process), so a reconcile on another worker process sees them too; they
  * expire after MARKS_TTL_SECONDS, long after any watch has delivered the writes they name.
  */
+import { isNewer, isOrdered } from '../../kube/resource-version.js';
 import { z } from 'zod';
 import { parseJson } from '../../kube/json.js';
 import type { RedisClient } from '../../queue/connection.js';
@@ -26,16 +27,6 @@ const marksSchema = z.object({
   unknown: z.boolean(),
 });
 
-const NUMERIC = /^\d+$/;
-
-/**
- * Whether resourceVersion `a` is newer than `b`. resourceVersions are etcd revisions, compared as
- * integers the way client-go's watch cache does; one that is not a number is never assumed older.
- */
-export function isNewer(a: string, b: string): boolean {
-  if (!NUMERIC.test(a) || !NUMERIC.test(b)) return true;
-  return BigInt(a) > BigInt(b);
-}
 
 /** Collects the versions one reconcile's writes were answered with. */
 export class WriteTracker {
@@ -44,7 +35,7 @@ export class WriteTracker {
 
   note(kind: ChildResource, resourceVersion: string | undefined): void {
     this.wrote = true;
-    if (resourceVersion === undefined || !NUMERIC.test(resourceVersion)) {
+    if (resourceVersion === undefined || !isOrdered(resourceVersion)) {
       this.marks.unknown = true;
       return;
     }

@@ -16,6 +16,7 @@
  *   one extra reconcile at most, and the keyed queue folds it into the watcher's own when both are pending.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
+import { isNewer } from '../../../kube/resource-version.js';
 import { Resources } from '../../../kube/resources.js';
 import { createLogger, type Logger } from '../../../runtime/log.js';
 import { outsideReconcileScope } from '../../../runtime/reconcile-scope.js';
@@ -28,11 +29,6 @@ import { lifecyclePodSchema, type LifecyclePod } from './pod.js';
 
 /** A cache no reconcile used for this long stops its watch. */
 export const IDLE_MS = 5 * 60_000;
-
-/** resourceVersions are opaque, but the API server's are etcd revisions: compare as integers when they are. */
-function isNewer(a: string, b: string): boolean {
-  return /^\d+$/.test(a) && /^\d+$/.test(b) ? BigInt(a) > BigInt(b) : a !== b;
-}
 
 export class ControlledPodCache {
   private readonly watch: ListWatch;

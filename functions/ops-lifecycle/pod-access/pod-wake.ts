@@ -8,6 +8,7 @@
  * slow fallback requeue, never a wrong step, since the owner reads the Pod again before it acts.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
+import { isNewer } from '../../../kube/resource-version.js';
 import { Resources } from '../../../kube/resources.js';
 import type { Logger } from '../../../runtime/log.js';
 import { ListWatch } from '../../../watcher/list-watch.js';
@@ -24,10 +25,6 @@ interface Armed {
 }
 
 const armed = new Map<string, Armed>();
-
-function isNewer(a: string, b: string): boolean {
-  return /^\d+$/.test(a) && /^\d+$/.test(b) ? BigInt(a) > BigInt(b) : a !== b;
-}
 
 function disarm(key: string, entry: Armed): void {
   if (armed.get(key) !== entry) return;

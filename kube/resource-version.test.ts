@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest';
+import { isNewer } from './resource-version.js';
+
+describe('resourceVersion order', () => {
+  it('compares resourceVersions as integers, and never assumes one that is not a number is older', () => {
+    expect(isNewer('100', '99')).toBe(true);
+    expect(isNewer('99', '100')).toBe(false);
+    expect(isNewer('100', '100')).toBe(false);
+    expect(isNewer('12345678901234567890', '12345678901234567889')).toBe(true);
+    expect(isNewer('abc', '100')).toBe(true);
+    expect(isNewer('100', 'abc')).toBe(true);
+  });
+
+  it('an opaque resourceVersion equal to the other is not newer', () => {
+    expect(isNewer('abc', 'abc')).toBe(false);
+  });
+});
