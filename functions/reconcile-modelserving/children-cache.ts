@@ -25,7 +25,7 @@ import type { KubeConfig, V1ControllerRevision, V1Pod, V1Service } from '@kubern
 import type { KubeObject } from '../../kube/object.js';
 import { Resources, type ResourceRef } from '../../kube/resources.js';
 import { createLogger, type Logger } from '../../runtime/log.js';
-import { outsideReconcileScope } from '../../runtime/reconcile-scope.js';
+import { NamespacedCaches } from '../../runtime/namespaced-caches.js';
 import type { WatchEvent } from '../../watcher/events.js';
 import { ListWatch } from '../../watcher/list-watch.js';
 import { onlyEvents, passes, type Predicate } from '../../watcher/predicates.js';
@@ -278,40 +278,19 @@ export class ChildrenCache {
   }
 }
 
-const caches = new WeakMap<KubeConfig, Map<string, ChildrenCache>>();
-/** Every running cache, for stopChildrenCaches. */
-const running = new Set<ChildrenCache>();
+const caches = new NamespacedCaches<ChildrenCache>();
 
 /**
- * The cache of `namespace`'s ModelServing children for this KubeConfig, started on first use. A
- * process-wide registry: like a connection pool, it holds nothing a reconcile depends on.
+ * The cache of `namespace`'s ModelServing children for this KubeConfig, started on first use. The logger is
+ * a base one, not the calling reconcile's (whose key it would carry).
  */
 export function childrenCacheFor(kc: KubeConfig, namespace: string, log: Logger = baseLog()): ChildrenCache {
-  let byNamespace = caches.get(kc);
-  if (!byNamespace) caches.set(kc, (byNamespace = new Map()));
-  let cache = byNamespace.get(namespace);
-  if (!cache) {
-    const registry = byNamespace;
-    // Created outside the calling reconcile's scope (runtime/reconcile-scope.ts): the watches, relists
-    // and rule-2 enqueues outlive that reconcile, and must not fail with LeaseLostError once it loses
-    // its lease. The logger is the caller's base one, not the reconcile's (whose key it would carry).
-    const created: ChildrenCache = outsideReconcileScope(
-      () =>
-        new ChildrenCache(kc, namespace, log.child({ cache: 'modelserving-children', namespace }), () => {
-          registry.delete(namespace);
-          running.delete(created);
-        }),
-    );
-    cache = created;
-    byNamespace.set(namespace, cache);
-    running.add(cache);
-  }
-  return cache;
+  return caches.get(kc, namespace, (onStop) => new ChildrenCache(kc, namespace, log.child({ cache: 'modelserving-children', namespace }), onStop));
 }
 
 /** The running cache of `namespace` for this KubeConfig, without starting one. */
 export function peekChildrenCache(kc: KubeConfig, namespace: string): ChildrenCache | undefined {
-  return caches.get(kc)?.get(namespace);
+  return caches.peek(kc, namespace);
 }
 
 let base: Logger | undefined;
@@ -326,9 +305,9 @@ function baseLog(): Logger {
  */
 /** How often rule 2 enqueued a ModelServing, over the running caches of this process (the benchmark reports it). */
 export function lateEnqueuesTotal(): number {
-  return [...running].reduce((n, c) => n + c.lateEnqueues, 0);
+  return caches.running().reduce((n, c) => n + c.lateEnqueues, 0);
 }
 
 export async function stopChildrenCaches(): Promise<void> {
-  await Promise.all([...running].map((c) => c.stop()));
+  await caches.stopAll();
 }

@@ -19,7 +19,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { isNewer } from '../../../kube/resource-version.js';
 import { Resources } from '../../../kube/resources.js';
 import { createLogger, type Logger } from '../../../runtime/log.js';
-import { outsideReconcileScope } from '../../../runtime/reconcile-scope.js';
+import { NamespacedCaches } from '../../../runtime/namespaced-caches.js';
 import type { WatchEvent } from '../../../watcher/events.js';
 import { ListWatch } from '../../../watcher/list-watch.js';
 import { passes } from '../../../watcher/predicates.js';
@@ -111,41 +111,24 @@ export class ControlledPodCache {
   }
 }
 
-const caches = new WeakMap<KubeConfig, Map<string, ControlledPodCache>>();
-const running = new Set<ControlledPodCache>();
+const caches = new NamespacedCaches<ControlledPodCache>();
 
 let base: Logger | undefined;
 
-/** The cache of `namespace`'s controlled Pods for this KubeConfig, started on first use (a process-wide pool). */
+/**
+ * The cache of `namespace`'s controlled Pods for this KubeConfig, started on first use. The logger is a base
+ * one, not the calling reconcile's (whose key it would carry).
+ */
 export function controlledPodCacheFor(kc: KubeConfig, namespace: string, log: Logger = (base ??= createLogger('ops-lifecycle'))): ControlledPodCache {
-  let byNamespace = caches.get(kc);
-  if (!byNamespace) caches.set(kc, (byNamespace = new Map()));
-  let cache = byNamespace.get(namespace);
-  if (!cache) {
-    const registry = byNamespace;
-    // Created outside the calling reconcile's scope (runtime/reconcile-scope.ts), as children-cache.ts does:
-    // its watch, relists and re-enqueues outlive that reconcile and must not fail with LeaseLostError once
-    // the reconcile loses its lease. The logger is a base one, not the reconcile's (whose key it would carry).
-    const created: ControlledPodCache = outsideReconcileScope(
-      () =>
-        new ControlledPodCache(kc, namespace, log.child({ cache: 'ops-lifecycle-pods', namespace }), () => {
-          registry.delete(namespace);
-          running.delete(created);
-        }),
-    );
-    cache = created;
-    byNamespace.set(namespace, cache);
-    running.add(cache);
-  }
-  return cache;
+  return caches.get(kc, namespace, (onStop) => new ControlledPodCache(kc, namespace, log.child({ cache: 'ops-lifecycle-pods', namespace }), onStop));
 }
 
 /** Reads answered from the running caches of this process (the benchmark reports it). */
 export function controlledPodCacheHits(): number {
-  return [...running].reduce((n, c) => n + c.hits, 0);
+  return caches.running().reduce((n, c) => n + c.hits, 0);
 }
 
 /** Stops every cache of this process now, for a process that ends on its own (a benchmark, a test). */
 export async function stopControlledPodCaches(): Promise<void> {
-  await Promise.all([...running].map((c) => c.stop()));
+  await caches.stopAll();
 }
