@@ -4,6 +4,7 @@ import { serviceCooperationEnabled, trafficOffModeOf } from './config.js';
 import { cooperateWithServices } from './service-cooperator/cooperate.js';
 import { listPodEndpoints } from './pod-access/endpoint-slices.js';
 import { isConflict, listControlledPods, patchPodMetadata, patchServiceReady, readPod, readServiceSelector } from './pod-access/pod-api.js';
+import { wokenBy } from './pod-access/cache-freshness.js';
 import { controlledPodCacheFor } from './pod-access/pod-cache.js';
 import { controllerUidOf, podStateOf, type LifecyclePod } from './pod-access/pod.js';
 import { CONTROLLED_PODS_SELECTOR } from './triggers.js';
@@ -89,31 +90,37 @@ async function transitionChecks(ctx: HandlerContext, pod: LifecyclePod, state: P
   return { ...checks, preCheck: verdict.allowed };
 }
 
-/** The reason the resync tick enqueues with (runtime/host.ts): the only reconciles that read the Pod cache. */
-const RESYNC_REASON = 'resync';
-
 /**
- * A resync reconcile plans from the worker's watched cache of controlled Pods (pod-access/pod-cache.ts), so the
- * 60 s resync of an unchanged Pod makes no request; any other reconcile was woken by a change and reads the Pod
- * live. A stale cached Pod can only cost a 409 (every write is preconditioned on the version planned from):
- * the step is then redone once from the live Pod, and a 409 after that propagates like any other.
+ * Every reconcile plans from the worker's watched cache of controlled Pods (pod-access/pod-cache.ts) when the
+ * cache is fresh enough for what woke it (pod-access/cache-freshness.ts: never older than this process's own last
+ * write, and for a Pod event, past what this process last planned from); otherwise it reads the Pod live. So the
+ * 60 s resync of an unchanged Pod, and a reconcile woken by a change the cache already holds, make no request. A
+ * stale cached Pod can only cost a 409 (every write is preconditioned on the version planned from): the step is
+ * then redone once from the live Pod, and a 409 after that propagates like any other.
  */
 export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Promise<ReconcileResult | void> {
   const namespace = req.namespace;
   if (namespace === undefined) return;
   const cache = controlledPodCacheFor(ctx.kc, namespace);
-  const cached = req.reason === RESYNC_REASON ? cache.read(namespace, req.name, (key) => ctx.enqueue(OPS_LIFECYCLE, key)) : undefined;
+  const cached = cache.read(namespace, req.name, wokenBy(req.reason), (key) => ctx.enqueue(OPS_LIFECYCLE, key));
   if (cached !== undefined) {
     try {
-      return await step({ ...req, namespace }, ctx, cached);
+      cache.noteReconciled(cached, await step({ ...req, namespace }, ctx, cached));
+      return;
     } catch (err) {
+      cache.noteReconciled(cached);
       if (!isConflict(err)) throw err;
       ctx.log.info({ resourceVersion: cached.metadata.resourceVersion }, 'cached pod was stale (409); reading it live');
     }
   }
   const live = await readPod(ctx.kc, { namespace, name: req.name });
   if (live === undefined) return;
-  return step({ ...req, namespace }, ctx, live);
+  let after: LifecyclePod | undefined;
+  try {
+    after = await step({ ...req, namespace }, ctx, live);
+  } finally {
+    cache.noteReconciled(live, after);
+  }
 }
 
 /**
@@ -123,8 +130,9 @@ export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Pro
  *
  * The watch event of each write brings the next step, so nothing here is timed: operation delays belong to
  * the operator (client/allowOps returns how long to wait), and waits on cooperators end with their writes.
+ * Returns the Pod as its last write answered (as read when nothing was written): the cache's next floor.
  */
-async function step(req: ReconcileRequest & { namespace: string }, ctx: HandlerContext, read: LifecyclePod): Promise<void> {
+async function step(req: ReconcileRequest & { namespace: string }, ctx: HandlerContext, read: LifecyclePod): Promise<LifecyclePod> {
   // The Service cooperator first: the lifecycle then plans from the finalizers it left, in the same reconcile.
   // Turned off, it still releases the finalizers a Pod kept from when it was on (no I/O for a Pod without any).
   const pod = await cooperateWithServices(ctx, read, serviceCooperationEnabled(ctx.env));
@@ -150,7 +158,7 @@ async function step(req: ReconcileRequest & { namespace: string }, ctx: HandlerC
       source: EVENT_SOURCE,
     });
   }
-  if (plan.skipped !== undefined || !plan.changed) return;
+  if (plan.skipped !== undefined || !plan.changed) return pod;
   // Only when something moves, so a Pod without the gate is not reported on every resync.
   for (const warning of plan.warnings) ctx.log.warn({ warning }, 'pod lifecycle problem');
 
@@ -182,4 +190,5 @@ async function step(req: ReconcileRequest & { namespace: string }, ctx: HandlerC
     },
     'lifecycle advanced',
   );
+  return written;
 }

@@ -1,7 +1,6 @@
 // Issue 15 scenario 7: an owner waiting in deleteThroughLifecycle must not poll its Pod. With `wake`, a watch of
 // exactly that Pod wakes the owner when the Pod changes; while nothing changes the owner is not woken, and its
 // requeue is only the slow fallback, so it makes no repeated GETs of the Pod.
-import https from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   cooperatorFor,
@@ -16,24 +15,9 @@ import { readPod } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
 import { armedPodWakes, stopPodWakes } from '../../functions/ops-lifecycle/pod-access/pod-wake.js';
 import { stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { createLogger } from '../../runtime/log.js';
-import { createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { countGets, createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
-
-/** Counts this process's GETs of one object path (every API request goes through https.request). */
-function countGets(pathSuffix: string): { count(): number; stop(): void } {
-  let n = 0;
-  const original = https.request;
-  (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
-    const first: unknown = args[0];
-    if (typeof first === 'object' && first !== null && !(first instanceof URL)) {
-      const o = first as https.RequestOptions;
-      if ((o.method ?? 'GET') === 'GET' && (o.path ?? '').split('?')[0]?.endsWith(pathSuffix)) n++;
-    }
-    return original.apply(this, args);
-  } as typeof https.request;
-  return { count: () => n, stop: () => void ((https as { request: typeof https.request }).request = original) };
-}
 
 describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (scenario 7)', () => {
   let sb: TestSandbox;

@@ -1,29 +1,14 @@
 // Issue 15 scenario 7: the 60 s resync of ops-lifecycle must not cost one GET per controlled Pod. A resync
 // reconcile of a Pod that did not change plans from the worker's watched cache of controlled Pods; a reconcile
-// woken by an event still reads the Pod live.
-import https from 'node:https';
+// woken by a Pod event while the cache holds nothing newer than what was last planned from reads the Pod live
+// (ops-lifecycle-cache-lag.test.ts: the cache lagging on purpose).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { controlledPodCacheFor, stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
-import { createControlledPod, mustReadPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { countGets, createControlledPod, mustReadPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 import { createLogger } from '../../runtime/log.js';
-
-/** Counts this process's GETs of one object path (every API request goes through https.request). */
-function countGets(pathSuffix: string): { count(): number; stop(): void } {
-  let n = 0;
-  const original = https.request;
-  (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
-    const first: unknown = args[0];
-    if (typeof first === 'object' && first !== null && !(first instanceof URL)) {
-      const o = first as https.RequestOptions;
-      if ((o.method ?? 'GET') === 'GET' && (o.path ?? '').split('?')[0]?.endsWith(pathSuffix)) n++;
-    }
-    return original.apply(this, args);
-  } as typeof https.request;
-  return { count: () => n, stop: () => void ((https as { request: typeof https.request }).request = original) };
-}
 
 describe('ops-lifecycle: resync reads the watched pod cache (scenario 7)', () => {
   let sb: TestSandbox;
@@ -42,7 +27,7 @@ describe('ops-lifecycle: resync reads the watched pod cache (scenario 7)', () =>
     await stopControlledPodCaches();
   });
 
-  it('a resync reconcile of an unchanged controlled pod makes no GET of it; an event reconcile reads it live', async () => {
+  it('a resync reconcile of an unchanged controlled pod makes no GET of it; an event reconcile with nothing newer in the cache reads it live', async () => {
     const ref = await createControlledPod(sb, 'cached');
     const serving = await waitServing(sb, ref);
     const key = `${ref.namespace}/${ref.name}`;
@@ -64,7 +49,7 @@ describe('ops-lifecycle: resync reads the watched pod cache (scenario 7)', () =>
       for (let i = 0; i < 3; i++) await ripple.host.runHandler(def, { key, reason: 'resync', log });
       expect(gets.count() - before).toBe(0);
 
-      // Woken by an event: reads live.
+      // Woken by a Pod event, with the cache holding only what was just planned from: the change is not in it, read live.
       const beforeEvent = gets.count();
       await ripple.host.runHandler(def, { key, reason: 'event', log });
       expect(gets.count() - beforeEvent).toBe(1);

@@ -1,19 +1,21 @@
 /**
- * A worker-local cache of controlled Pods (CONTROLLED_PODS_SELECTOR), so a resync reconcile of a Pod that did
- * not change plans from memory instead of one GET per Pod (issue 15 scenario 7). One list-watch per namespace
- * (watcher/list-watch.ts, the same reflector the watcher and the ModelServing children cache run), started on
- * first use and stopped when no reconcile used it for IDLE_MS.
+ * A worker-local cache of controlled Pods (CONTROLLED_PODS_SELECTOR), so a reconcile plans from memory instead of
+ * one GET per Pod (issue 15 scenario 7). One list-watch per namespace (watcher/list-watch.ts, the same reflector
+ * the watcher and the ModelServing children cache run), started on first use and stopped when no reconcile used
+ * it for IDLE_MS.
  *
  * Like reconcile-modelserving/children-cache.ts, the cache is an optimisation and never a source of truth:
  * - every write the handler makes is preconditioned on the resourceVersion it planned from (patches.ts), so a
  *   stale read can only cost a 409, after which the handler reads the Pod live and plans again;
  * - a cache that is not listed and streaming, or that does not hold the Pod, answers undefined: read live;
- * - only resync reconciles read it (handler.ts): a reconcile woken by an event reads live, so a cache that lags
- *   the watcher's stream cannot make it plan without the event that woke it;
- * - a resync can still be merged with an event of the same key in the queue (one job, reason 'resync'). So an
- *   event that passes the function's own trigger predicate, for a Pod read from this cache at an older version,
- *   enqueues that Pod again (as 'handler', which reads live). Rule 2 of the children cache, without its timer:
- *   one extra reconcile at most, and the keyed queue folds it into the watcher's own when both are pending.
+ * - it answers only when it is fresh enough for what woke the reconcile (cache-freshness.ts): never older than
+ *   this process's own last write of the Pod, and for a reconcile woken by a Pod event, newer than what this
+ *   process last planned from (or exactly its own write, whose event woke it). A cache that lags the watcher's
+ *   stream is therefore read past, not planned from;
+ * - a read can still be followed by a Pod event the keyed queue folded into the same job while the cache was
+ *   behind. So an event that passes the function's own trigger predicate, for a Pod read from this cache at an
+ *   older version, enqueues that Pod again. Rule 2 of the children cache, without its timer: one extra
+ *   reconcile at most, and the keyed queue folds it into the watcher's own when both are pending.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isNewer } from '../../../kube/resource-version.js';
@@ -24,6 +26,7 @@ import type { WatchEvent } from '../../../watcher/events.js';
 import { ListWatch } from '../../../watcher/list-watch.js';
 import { passes } from '../../../watcher/predicates.js';
 import { storeKey } from '../../../watcher/store.js';
+import { afterReconcile, cacheIsFreshEnough, type HandledPod, type WokenBy } from './cache-freshness.js';
 import { CONTROLLED_PODS_SELECTOR, lifecycleInputsChanged } from '../triggers.js';
 import { lifecyclePodSchema, type LifecyclePod } from './pod.js';
 
@@ -38,8 +41,11 @@ export class ControlledPodCache {
   private lastUsed = Date.now();
   private readonly idle: NodeJS.Timeout;
   private stopped = false;
-  /** Reads the cache answered, and events that brought a Pod back (for tests and the benchmark). */
+  /** Per Pod key, what this process's reconciles last planned from and wrote (cache-freshness.ts). */
+  private readonly handled = new Map<string, HandledPod>();
+  /** Reads the cache answered, reads it refused as not fresh enough, and events that brought a Pod back (for tests and the benchmark). */
   hits = 0;
+  behind = 0;
   lateEnqueues = 0;
 
   constructor(
@@ -47,9 +53,10 @@ export class ControlledPodCache {
     namespace: string,
     private readonly log: Logger,
     private readonly onStop: () => void,
+    watchKc: KubeConfig = kc,
   ) {
     this.watch = new ListWatch({
-      kc,
+      kc: watchKc,
       resource: Resources.pod,
       namespace,
       labelSelector: CONTROLLED_PODS_SELECTOR,
@@ -70,19 +77,41 @@ export class ControlledPodCache {
 
   /**
    * The Pod `namespace/name` as the cache holds it, or undefined when the cache cannot answer (not synced, not
-   * held, unreadable): the caller reads it live then. `enqueue` brings the Pod back if a newer event follows.
+   * held, unreadable, or not fresh enough for a reconcile woken as `woken`): the caller reads it live then.
+   * `enqueue` brings the Pod back if a newer event follows.
    */
-  read(namespace: string, name: string, enqueue: (key: string) => Promise<void>): LifecyclePod | undefined {
+  read(namespace: string, name: string, woken: WokenBy, enqueue: (key: string) => Promise<void>): LifecyclePod | undefined {
     this.lastUsed = Date.now();
     if (!this.ready()) return undefined;
     const key = `${namespace}/${name}`;
     const held = this.watch.store.get(key);
     const parsed = held === undefined ? undefined : lifecyclePodSchema.safeParse(held);
-    if (!parsed?.success || parsed.data.metadata.resourceVersion === undefined) return undefined;
+    const version = parsed?.success ? parsed.data.metadata.resourceVersion : undefined;
+    if (!parsed?.success || version === undefined) return undefined;
+    if (!cacheIsFreshEnough({ version, uid: parsed.data.metadata.uid }, woken, this.handled.get(key))) {
+      this.behind++;
+      return undefined;
+    }
     this.enqueue = enqueue;
-    this.readAt.set(key, parsed.data.metadata.resourceVersion);
+    this.readAt.set(key, version);
     this.hits++;
     return parsed.data;
+  }
+
+  /**
+   * A reconcile of this process planned from `plannedFrom` (cached or live) and ended on `after` (the Pod as its
+   * last write answered, or undefined when it wrote nothing or failed): the floors of the next reads.
+   */
+  noteReconciled(plannedFrom: LifecyclePod, after?: LifecyclePod): void {
+    const version = plannedFrom.metadata.resourceVersion;
+    if (version === undefined) return;
+    const key = `${plannedFrom.metadata.namespace ?? ''}/${plannedFrom.metadata.name}`;
+    this.handled.set(key, afterReconcile(this.handled.get(key), { version, uid: plannedFrom.metadata.uid }, after?.metadata.resourceVersion));
+  }
+
+  /** The version the cache holds of a Pod now, without using it (tests and diagnostics). */
+  heldVersion(namespace: string, name: string): string | undefined {
+    return this.watch.store.get(`${namespace}/${name}`)?.metadata.resourceVersion;
   }
 
   async stop(): Promise<void> {
@@ -95,6 +124,7 @@ export class ControlledPodCache {
 
   private onEvent(e: WatchEvent): void {
     const key = storeKey(e.object);
+    if (e.type === 'delete') this.handled.delete(key);
     const read = this.readAt.get(key);
     if (read === undefined) return;
     if (e.type === 'delete') this.readAt.delete(key);
@@ -117,10 +147,16 @@ let base: Logger | undefined;
 
 /**
  * The cache of `namespace`'s controlled Pods for this KubeConfig, started on first use. The logger is a base
- * one, not the calling reconcile's (whose key it would carry).
+ * one, not the calling reconcile's (whose key it would carry). `watchKc` is what its watch connects with when it
+ * starts here (default `kc`): a test puts a proxy in front of it to make the cache lag on purpose.
  */
-export function controlledPodCacheFor(kc: KubeConfig, namespace: string, log: Logger = (base ??= createLogger('ops-lifecycle'))): ControlledPodCache {
-  return caches.get(kc, namespace, (onStop) => new ControlledPodCache(kc, namespace, log.child({ cache: 'ops-lifecycle-pods', namespace }), onStop));
+export function controlledPodCacheFor(
+  kc: KubeConfig,
+  namespace: string,
+  log: Logger = (base ??= createLogger('ops-lifecycle')),
+  watchKc: KubeConfig = kc,
+): ControlledPodCache {
+  return caches.get(kc, namespace, (onStop) => new ControlledPodCache(kc, namespace, log.child({ cache: 'ops-lifecycle-pods', namespace }), onStop, watchKc));
 }
 
 /** Reads answered from the running caches of this process (the benchmark reports it). */

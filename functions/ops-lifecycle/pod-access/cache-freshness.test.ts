@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { afterReconcile, cacheIsFreshEnough, wokenBy, type HandledPod } from './cache-freshness.js';
+
+const uid = 'u1';
+const at = (version: string) => ({ version, uid });
+
+describe('wokenBy', () => {
+  it('tells resync, Pod-changing and Pod-neutral reasons apart', () => {
+    expect(wokenBy('resync')).toBe('resync');
+    expect(wokenBy('Service:delete')).toBe('other');
+    expect(wokenBy('EndpointSlice:update')).toBe('other');
+    for (const r of ['Pod:update', 'Pod:create', 'retry', 'dirty', 'handler', 'event', 'manual', 'requeue']) expect(wokenBy(r)).toBe('pod');
+  });
+});
+
+describe('cacheIsFreshEnough', () => {
+  const handledAt10: HandledPod = { uid, handled: '10', echoPending: false };
+  const wrote12: HandledPod = { uid, handled: '12', wrote: '12', echoPending: true };
+
+  it('a Pod event: only a version past what this process last planned from or wrote', () => {
+    expect(cacheIsFreshEnough(at('11'), 'pod', handledAt10)).toBe(true);
+    // The cache still holds what was handled: the change that woke the reconcile is not in it yet.
+    expect(cacheIsFreshEnough(at('10'), 'pod', handledAt10)).toBe(false);
+    expect(cacheIsFreshEnough(at('9'), 'pod', handledAt10)).toBe(false);
+  });
+
+  it('a Pod event with no record of the Pod (another process handled it, or another instance) reads live', () => {
+    expect(cacheIsFreshEnough(at('11'), 'pod', undefined)).toBe(false);
+    expect(cacheIsFreshEnough({ version: '11', uid: 'u2' }, 'pod', handledAt10)).toBe(false);
+  });
+
+  it("the event of this process's own write is served by the cache holding exactly that write, once", () => {
+    expect(cacheIsFreshEnough(at('12'), 'pod', wrote12)).toBe(true);
+    expect(cacheIsFreshEnough(at('12'), 'pod', { ...wrote12, echoPending: false })).toBe(false);
+    expect(cacheIsFreshEnough(at('13'), 'pod', { ...wrote12, echoPending: false })).toBe(true);
+  });
+
+  it('never older than our own last write, whatever woke the reconcile', () => {
+    for (const woken of ['resync', 'other', 'pod'] as const) {
+      expect(cacheIsFreshEnough(at('11'), woken, wrote12)).toBe(false);
+      expect(cacheIsFreshEnough(at('13'), woken, wrote12)).toBe(true);
+    }
+    // Without a write of ours, a resync or a Service/EndpointSlice event takes what the cache holds.
+    expect(cacheIsFreshEnough(at('9'), 'resync', handledAt10)).toBe(true);
+    expect(cacheIsFreshEnough(at('9'), 'other', undefined)).toBe(true);
+  });
+
+  it('opaque versions are compared for equality only: a different one is never taken for older', () => {
+    expect(cacheIsFreshEnough(at('b'), 'pod', { uid, handled: 'a', echoPending: false })).toBe(true);
+    expect(cacheIsFreshEnough(at('a'), 'pod', { uid, handled: 'a', echoPending: false })).toBe(false);
+  });
+});
+
+describe('afterReconcile', () => {
+  it('a write moves handled and wrote to its version and expects its event', () => {
+    expect(afterReconcile(undefined, at('10'), '12')).toEqual({ uid, handled: '12', wrote: '12', echoPending: true });
+  });
+
+  it('planning from our own write (or past it) consumes its event; the write stays the floor', () => {
+    const wrote = afterReconcile(undefined, at('10'), '12');
+    expect(afterReconcile(wrote, at('12'))).toEqual({ uid, handled: '12', wrote: '12', echoPending: false });
+    expect(afterReconcile(wrote, at('14'))).toEqual({ uid, handled: '14', wrote: '12', echoPending: false });
+  });
+
+  it('nothing written: handled is the version planned from, never moved back by an older plan', () => {
+    expect(afterReconcile(undefined, at('10'))).toEqual({ uid, handled: '10', echoPending: false });
+    expect(afterReconcile(afterReconcile(undefined, at('10')), at('10'), '10')).toEqual({ uid, handled: '10', echoPending: false });
+    expect(afterReconcile({ uid, handled: '15', echoPending: false }, at('10')).handled).toBe('15');
+  });
+
+  it('another instance of the name starts a new record', () => {
+    expect(afterReconcile({ uid: 'old', handled: '99', wrote: '99', echoPending: true }, at('10'))).toEqual({ uid, handled: '10', echoPending: false });
+  });
+});
