@@ -1,6 +1,7 @@
-// Issue 15 scenario 7: an owner waiting in deleteThroughLifecycle must not poll its Pod. With `wake`, a watch of
-// exactly that Pod wakes the owner when the Pod changes; while nothing changes the owner is not woken, and its
-// requeue is only the slow fallback, so it makes no repeated GETs of the Pod.
+// Issue 15 scenario 7: an owner waiting in deleteThroughLifecycle must not poll its Pod. A watch of exactly that Pod
+// ends the wait when the Pod changes: with `wake` it calls the owner back; by default (no option) the waiting
+// answer's `changed` resolves. While nothing changes the owner is not woken, and its requeue is only the slow
+// fallback, so it makes no repeated GETs of the Pod.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   cooperatorFor,
@@ -95,6 +96,59 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
       // The cooperator lets go: that write wakes the owner, and the next ask deletes.
       await cooperate(ref, cooperator, false);
       await waitFor('the owner to be woken by the release', 30_000, async () => wakes > 0);
+      const done = await waitFor('deleteThroughLifecycle to delete', 30_000, async () => {
+        const r = await ask();
+        return r.state === 'deleted' ? r : undefined;
+      });
+      expect(done.how).toBe('deleted');
+      await waitFor('the Pod to be gone', 30_000, async () => (await readPod(sb.kc, ref)) === undefined);
+    } finally {
+      gets.stop();
+    }
+  });
+
+  it('by default (no option) the waiting answer carries `changed`, which resolves on the pod\'s next change; no GETs while it waits', async () => {
+    await sb.core.createNamespacedService({ namespace: sb.namespace, body: { metadata: { name: 'held-default' }, spec: { selector: { app: 'held-default' }, ports: [{ port: 80 }] } } });
+    const cooperator = cooperatorFor({ kind: 'Service', namespace: sb.namespace, name: 'held-default' });
+    const ref = await createControlledPod(sb, 'held-default');
+    await waitServing(sb, ref);
+    await cooperate(ref, cooperator, true);
+    const target = { ...ref, uid: (await mustReadPod(sb, ref)).metadata.uid };
+    const ask = () => deleteThroughLifecycle(deps, target);
+    /** Whether `p` settles within `ms`. */
+    const settles = (p: Promise<void> | undefined, ms: number) => Promise.race([p?.then(() => true) ?? Promise.resolve(true), sleep(ms).then(() => false)]);
+    const gets = countGets(`/namespaces/${ref.namespace}/pods/${ref.name}`);
+    try {
+      let answer = await ask();
+      expect(answer).toMatchObject({ state: 'waiting', stage: 'Begun', requeueAfterMs: 60_000 });
+      // Each answer's `changed` ends with the lifecycle's next step, until it settles in Preparing.
+      await waitFor('the owner to wait in Preparing', 30_000, async () => {
+        if (answer.state === 'waiting' && !(await settles(answer.changed, 5_000))) return false;
+        answer = await ask();
+        return answer.state === 'waiting' && answer.stage === 'Preparing';
+      }).catch((err: unknown) => {
+        throw new Error(`${String(err)} (last answer: ${JSON.stringify(answer)})`);
+      });
+      expect(answer).toMatchObject({ state: 'waiting', stage: 'Preparing', requeueAfterMs: 60_000 });
+
+      // Nothing changes while the cooperator holds the Pod (the lifecycle has written everything it can).
+      await waitFor('the lifecycle to have nothing left to write', 30_000, async () => {
+        const v = (await mustReadPod(sb, ref)).metadata.resourceVersion;
+        await sleep(1_500);
+        return (await mustReadPod(sb, ref)).metadata.resourceVersion === v;
+      });
+      answer = await ask();
+      expect(answer).toMatchObject({ state: 'waiting', stage: 'Preparing' });
+      const changed = answer.state === 'waiting' ? answer.changed : undefined;
+      expect(changed).toBeDefined();
+      const getsBefore = gets.count();
+      // A caller that polled every 2 s would have read the Pod twice in this window.
+      expect(await settles(changed, 4_000)).toBe(false);
+      expect(gets.count() - getsBefore).toBe(0);
+
+      // The cooperator lets go: that write ends the wait, and the next ask deletes.
+      await cooperate(ref, cooperator, false);
+      expect(await settles(changed, 30_000)).toBe(true);
       const done = await waitFor('deleteThroughLifecycle to delete', 30_000, async () => {
         const r = await ask();
         return r.state === 'deleted' ? r : undefined;

@@ -1,7 +1,7 @@
 import { deletePodExactly, patchPodMetadata, readPod, retryOnConflict } from '../pod-access/pod-api.js';
 import type { LifecyclePod, PodRef } from '../pod-access/pod.js';
-import { wakeOnPodChange } from '../pod-access/pod-wake.js';
-import type { Logger } from '../../../runtime/log.js';
+import { podChanged, wakeOnPodChange } from '../pod-access/pod-wake.js';
+import { createLogger, type Logger } from '../../../runtime/log.js';
 import {
   allowOps,
   begin,
@@ -31,8 +31,9 @@ export interface DeleteThroughLifecycleOptions {
   /** Wait this long after `operate` was granted before deleting. */
   operationDelaySeconds?: number;
   /**
-   * While waiting on the lifecycle or on cooperators, ask again after this long (default 2 s). The owner may
-   * not be woken by Pod label changes (its predicates are its own), so the result always says when to look again.
+   * Poll instead of waiting on a watch: while waiting on the lifecycle or on cooperators, the answers say to ask
+   * again after this long, and no watch is made. Without it (and without `wokenByPodEvents` or `wake`) the wait
+   * is event-driven: the waiting answers carry `changed` and only a slow fallback `requeueAfterMs`.
    */
   pollMs?: number;
   /**
@@ -56,8 +57,10 @@ export interface DeleteThroughLifecycleOptions {
   wake?: { onChange: () => Promise<void>; log: Logger; fallbackPollMs?: number };
 }
 
-/** The slow requeue of an owner woken by a watch of its Pod (opts.wake), in case that watch is lost. */
+/** The slow requeue of an owner woken by a watch of its Pod (opts.wake, or the default `changed`), in case that watch is lost. */
 export const WAKE_FALLBACK_POLL_MS = 60_000;
+
+let clientLog: Logger | undefined;
 
 export type DeleteThroughLifecycleResult =
   | {
@@ -71,12 +74,18 @@ export type DeleteThroughLifecycleResult =
       /** Begun: the lifecycle was just started; Preparing: cooperators are draining the Pod; OperationDelay. */
       stage: 'Begun' | 'Preparing' | 'OperationDelay';
       requeueAfterMs: number;
+      /**
+       * The default, event-driven wait (no `pollMs`, `wokenByPodEvents` or `wake`) while Begun or Preparing:
+       * resolves once the Pod changes past the version this answer was made from (a watch of exactly that Pod,
+       * pod-access/pod-wake.ts), or after requeueAfterMs at the latest. Await it, then call again. Never rejects.
+       */
+      changed?: Promise<void>;
     };
 
 /**
  * Deletes a Pod the PodOpsLifecycle way, as one non-blocking step of the owner's reconcile:
- * begin → (wait until allowOps) → delete. Call it on every reconcile until it answers `deleted`; while it answers
- * `waiting`, return its requeueAfterMs. Every write is preconditioned (the delete on uid and resourceVersion), so
+ * begin → (wait until allowOps) → delete. Call it until it answers `deleted`; while it answers `waiting`, await its
+ * `changed` (the default), or return its requeueAfterMs from a reconcile woken by `wake` or by its Pods' events. Every write is preconditioned (the delete on uid and resourceVersion), so
  * a Pod a cooperator took back in between is not deleted. A Pod without `kusionstack.io/control=true` is enrolled
  * in the same write as begin (opts.uncontrolled).
  */
@@ -86,16 +95,15 @@ export async function deleteThroughLifecycle(
   opts: DeleteThroughLifecycleOptions = {},
 ): Promise<DeleteThroughLifecycleResult> {
   const adapter = opts.adapter ?? deletionAdapter();
-  const pollMs = opts.wokenByPodEvents
-    ? Number.POSITIVE_INFINITY
-    : opts.wake
-      ? (opts.wake.fallbackPollMs ?? WAKE_FALLBACK_POLL_MS)
-      : (opts.pollMs ?? 2_000);
-  const wake = opts.wake;
-  // Waiting on a Pod version: with opts.wake, its next change wakes the owner.
-  const waiting = <T>(pod: LifecyclePod, answer: T): T => {
-    if (wake && !opts.wokenByPodEvents) wakeOnPodChange(deps.kc, pod, wake.log, wake.onChange);
-    return answer;
+  const mode = opts.wokenByPodEvents ? 'woken' : opts.wake ? 'wake' : opts.pollMs !== undefined ? 'poll' : 'changed';
+  const pollMs =
+    mode === 'woken' ? Number.POSITIVE_INFINITY : mode === 'wake' ? (opts.wake?.fallbackPollMs ?? WAKE_FALLBACK_POLL_MS) : mode === 'poll' ? (opts.pollMs ?? 2_000) : WAKE_FALLBACK_POLL_MS;
+  // Waiting on a Pod version: with opts.wake its next change wakes the owner; by default the answer carries it.
+  const waiting = (pod: LifecyclePod, stage: 'Begun' | 'Preparing'): DeleteThroughLifecycleResult => {
+    if (mode === 'wake' && opts.wake) wakeOnPodChange(deps.kc, pod, opts.wake.log, opts.wake.onChange);
+    if (mode !== 'changed') return { state: 'waiting', stage, requeueAfterMs: pollMs };
+    const changed = podChanged(deps.kc, pod, (clientLog ??= createLogger('ops-lifecycle-client')), pollMs);
+    return { state: 'waiting', stage, requeueAfterMs: pollMs, changed };
   };
   return retryOnConflict(
     `delete through lifecycle ${ref.namespace}/${ref.name}`,
@@ -120,13 +128,13 @@ export async function deleteThroughLifecycle(
       if (begun.changed || enrol) {
         const patch = enrol ? { ...begun.patch, labels: { ...begun.patch.labels, set: { ...begun.patch.labels.set, [CONTROL_LABEL]: CONTROL_LABEL_VALUE } } } : begun.patch;
         const written = await patchPodMetadata(deps.kc, pod, patch);
-        return waiting(written, { state: 'waiting', stage: 'Begun', requeueAfterMs: pollMs });
+        return waiting(written, 'Begun');
       }
       const answer = allowOps(metadata, adapter, { now, operationDelaySeconds: opts.operationDelaySeconds });
       if (!answer.allowed) {
         return answer.requeueAfterMs !== undefined
           ? { state: 'waiting', stage: 'OperationDelay', requeueAfterMs: answer.requeueAfterMs }
-          : waiting(pod, { state: 'waiting', stage: 'Preparing', requeueAfterMs: pollMs });
+          : waiting(pod, 'Preparing');
       }
       await deletePodExactly(deps.kc, pod);
       return { state: 'deleted', how: 'deleted' };

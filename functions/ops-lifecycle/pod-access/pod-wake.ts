@@ -2,7 +2,8 @@
  * Wakes a waiting owner when one Pod changes, instead of the owner polling it (issue 15 scenario 7): a
  * list-watch of exactly that Pod (fieldSelector metadata.name, watcher/list-watch.ts) that calls `wake` once,
  * on the first version newer than the one the owner last read, and then stops. One watch per Pod instance in
- * this process, however often the owner asks while it waits; a newer ask replaces the callback.
+ * this process, however often the owner asks while it waits; a newer ask replaces the callback. Callers that
+ * await a promise instead (podChanged) each get theirs resolved by the same watch.
  *
  * Process-local and best-effort like a connection pool: a watch lost with its process costs only the owner's
  * slow fallback requeue, never a wrong step, since the owner reads the Pod again before it acts.
@@ -20,7 +21,10 @@ export const WAKE_WATCH_MAX_MS = 10 * 60_000;
 interface Armed {
   watch: ListWatch;
   version: string;
-  wake: () => Promise<void>;
+  /** The owner's callback (wakeOnPodChange): one, the latest ask's. */
+  wake?: () => Promise<void>;
+  /** Promises handed out by podChanged, each resolved once. */
+  waiters: Set<() => void>;
   expiry: NodeJS.Timeout;
 }
 
@@ -38,16 +42,41 @@ function disarm(key: string, entry: Armed): void {
  * planned from; asking again for the same Pod only moves the version and the callback.
  */
 export function wakeOnPodChange(kc: KubeConfig, pod: LifecyclePod, log: Logger, wake: () => Promise<void>): void {
+  const entry = arm(kc, pod, log);
+  if (entry) entry.wake = wake;
+}
+
+/**
+ * Resolves when `pod` changes past the version given (or is deleted), or after `fallbackMs` at the latest (the
+ * watch could be lost, or the change come from somewhere the watch does not see): the caller reads the Pod again
+ * then either way. Never rejects.
+ */
+export function podChanged(kc: KubeConfig, pod: LifecyclePod, log: Logger, fallbackMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const entry = arm(kc, pod, log);
+    if (!entry) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      entry.waiters.delete(done);
+      resolve();
+    };
+    const timer = setTimeout(done, fallbackMs);
+    timer.unref();
+    entry.waiters.add(done);
+  });
+}
+
+/** The watch of `pod`, made if none runs, with its version moved to `pod`'s if that is newer. */
+function arm(kc: KubeConfig, pod: LifecyclePod, log: Logger): Armed | undefined {
   const namespace = pod.metadata.namespace ?? '';
   const version = pod.metadata.resourceVersion;
-  if (version === undefined) return;
+  if (version === undefined) return undefined;
   const key = `${namespace}/${pod.metadata.name}/${pod.metadata.uid ?? ''}`;
   const existing = armed.get(key);
   if (existing) {
     if (isNewer(version, existing.version)) existing.version = version;
-    existing.wake = wake;
     existing.expiry.refresh();
-    return;
+    return existing;
   }
   // Set right after the watch is made; its events are delivered asynchronously, never before.
   const slot: { entry?: Armed } = {};
@@ -55,7 +84,8 @@ export function wakeOnPodChange(kc: KubeConfig, pod: LifecyclePod, log: Logger, 
     const current = slot.entry;
     if (current === undefined) return;
     disarm(key, current);
-    current.wake().catch((err: unknown) => log.info({ err: String(err), pod: key }, 'waking the owner after a pod change failed'));
+    for (const resolve of [...current.waiters]) resolve();
+    current.wake?.().catch((err: unknown) => log.info({ err: String(err), pod: key }, 'waking the owner after a pod change failed'));
   };
   const watch = new ListWatch({
     kc,
@@ -71,10 +101,17 @@ export function wakeOnPodChange(kc: KubeConfig, pod: LifecyclePod, log: Logger, 
       if (e.type === 'delete' || e.object.metadata.uid !== pod.metadata.uid || (v !== undefined && isNewer(v, current.version))) fire();
     },
   });
-  const expiry = setTimeout(() => slot.entry && disarm(key, slot.entry), WAKE_WATCH_MAX_MS);
+  const expiry = setTimeout(() => {
+    const current = slot.entry;
+    if (current === undefined) return;
+    disarm(key, current);
+    // Nobody asked again for this long: whoever still awaits reads the Pod again now.
+    for (const resolve of [...current.waiters]) resolve();
+  }, WAKE_WATCH_MAX_MS);
   expiry.unref();
-  slot.entry = { watch, version, wake, expiry };
+  slot.entry = { watch, version, waiters: new Set(), expiry };
   armed.set(key, slot.entry);
+  return slot.entry;
 }
 
 /** How many Pods are watched for an owner now (tests check none is left behind). */
@@ -89,6 +126,7 @@ export async function stopPodWakes(): Promise<void> {
   await Promise.all(
     all.map(async ([, e]) => {
       clearTimeout(e.expiry);
+      for (const resolve of [...e.waiters]) resolve();
       await e.watch.stop();
     }),
   );
