@@ -67,6 +67,16 @@ end
  */
 export const BULL_FINISH_LUA = asFunction('bullFinish', bullScript('moveToFinished-14.js'));
 
+/**
+ * Lua: `bullMoveToActive(KEYS, ARGV)` is BullMQ's moveToActive (the next waiting job to active, under the
+ * worker's lock), called with the keys and arguments BullMQ's Scripts.moveToActive built.
+ */
+export const BULL_MOVE_TO_ACTIVE_LUA = asFunction('bullMoveToActive', bullScript('moveToActive-11.js'));
+
+/** How many keys BullMQ's moveToActive and moveToFinished take (their Scripts' key lists). */
+export const BULL_MOVE_TO_ACTIVE_KEYS = 11;
+export const BULL_FINISH_KEYS = 14;
+
 /** A Redis client stand-in that records the arguments BullMQ would send instead of sending them. */
 interface Capture {
   runCommand(name: string, args: unknown[]): Promise<string>;

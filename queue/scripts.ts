@@ -1,4 +1,4 @@
-import { BULL_ADD_LUA, BULL_FINISH_LUA } from './bull-scripts.js';
+import { BULL_ADD_LUA, BULL_FINISH_LUA, BULL_MOVE_TO_ACTIVE_LUA } from './bull-scripts.js';
 import { FENCE_LUA } from './fence.js';
 
 /**
@@ -139,21 +139,10 @@ bullAdd(r[2], tonumber(r[3]), now, ARGV[4], ARGV[5], ARGV[6])
 return {'added', r[2], r[3], r[4]}
 `;
 
-/**
- * ARGV: key, jobId, jobKeyPrefix, leaseMs. Returns {verdict, value}:
- *   claimed <token>  this job reconciles the key now, under a new fencing token and a lease of leaseMs;
- *   held <delayMs>   another claim's lease is alive: this job stands for the key's next reconcile and
- *                    the worker moves it to delayed until the lease ends (the holder, on release, moves
- *                    it earlier because the key is marked dirty); so a holder that never releases still
- *                    leaves a job behind it;
- *   reschedule <id> <delayMs>  held, and another pending job stands for the key: it is brought forward
- *                    to the lease's end, and this job ends;
- *   skip             held, and another pending job due no later stands for the key: this job ends;
- *                    also when the key is free but another pending job (due now) stands for it.
- * Requests marked dirty against a holder whose lease ran out are folded in: the claim reads fresh state.
- */
-export const CLAIM = `${LIVE}${HELD}
-local key, id = ARGV[1], ARGV[2]
+// Shared Lua: claim(key, id, jobKeyPrefix, leaseMs), CLAIM's decision (see CLAIM) as a function, so the
+// scripts that hand a worker its next job can claim it in the same round trip (claimFetched).
+const CLAIM_FN = `
+local function claim(key, id, jobKeyPrefix, leaseMs)
 local now = nowMs()
 local isPending = redis.call('HGET', KEYS[1], key) == id
 local isHeld, lease = held(key, now)
@@ -161,7 +150,7 @@ if isHeld then
   redis.call('ZADD', KEYS[4], 'LT', now, key)
   if not isPending then
     local p = redis.call('HGET', KEYS[1], key)
-    if p and live(ARGV[3], p) then
+    if p and live(jobKeyPrefix, p) then
       local at = tonumber(redis.call('ZSCORE', KEYS[2], key))
       if at and at <= lease then return {'skip', '', '0'} end
       redis.call('ZADD', KEYS[2], lease, key)
@@ -182,7 +171,7 @@ else
   -- grace added its old id late): the pending job runs later and reads fresh state, so it covers this
   -- job's request; it is only brought forward, and this job ends.
   local p = redis.call('HGET', KEYS[1], key)
-  if p and live(ARGV[3], p) then
+  if p and live(jobKeyPrefix, p) then
     local at = tonumber(redis.call('ZSCORE', KEYS[2], key))
     if at and at <= now then return {'skip', '', '0'} end
     redis.call('ZADD', KEYS[2], now, key)
@@ -204,8 +193,45 @@ end
 local token = string.format('%.0f', n)
 redis.call('HDEL', KEYS[9], key)
 redis.call('HSET', KEYS[3], key, token .. '|' .. id)
-redis.call('ZADD', KEYS[8], now + tonumber(ARGV[4]), key)
+redis.call('ZADD', KEYS[8], now + tonumber(leaseMs), key)
 return {'claimed', token, '0'}
+end
+
+-- A job BullMQ just moved to active (fetched is its moveToActive/moveToFinished answer: the job's
+-- HGETALL, its id, …) is claimed here when it is a reconcile job whose data the worker will accept
+-- (reconcileJobSchema: a non-empty string key, a string reason or none); anything else is left to the
+-- worker's own CLAIM. Returns claim()'s verdict with the job id, or an empty table.
+local function claimFetched(fetched, jobName, jobKeyPrefix, leaseMs)
+  if type(fetched) ~= 'table' or type(fetched[1]) ~= 'table' or type(fetched[2]) ~= 'string' then return {} end
+  local h, name, data = fetched[1], nil, nil
+  for i = 1, #h, 2 do
+    if h[i] == 'name' then name = h[i + 1] elseif h[i] == 'data' then data = h[i + 1] end
+  end
+  if name ~= jobName or type(data) ~= 'string' then return {} end
+  local ok, d = pcall(cjson.decode, data)
+  if not ok or type(d) ~= 'table' or type(d.key) ~= 'string' or d.key == '' then return {} end
+  if d.reason ~= nil and type(d.reason) ~= 'string' then return {} end
+  local v = claim(d.key, fetched[2], jobKeyPrefix, leaseMs)
+  table.insert(v, fetched[2])
+  return v
+end
+`;
+
+/**
+ * ARGV: key, jobId, jobKeyPrefix, leaseMs. Returns {verdict, value}:
+ *   claimed <token>  this job reconciles the key now, under a new fencing token and a lease of leaseMs;
+ *   held <delayMs>   another claim's lease is alive: this job stands for the key's next reconcile and
+ *                    the worker moves it to delayed until the lease ends (the holder, on release, moves
+ *                    it earlier because the key is marked dirty); so a holder that never releases still
+ *                    leaves a job behind it;
+ *   reschedule <id> <delayMs>  held, and another pending job stands for the key: it is brought forward
+ *                    to the lease's end, and this job ends;
+ *   skip             held, and another pending job due no later stands for the key: this job ends;
+ *                    also when the key is free but another pending job (due now) stands for it.
+ * Requests marked dirty against a holder whose lease ran out are folded in: the claim reads fresh state.
+ */
+export const CLAIM = `${LIVE}${HELD}${CLAIM_FN}
+return claim(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 `;
 
 /** ARGV: key, token, leaseMs. Extends the lease of the claim with this token; 0 when it is not the key's any more. */
@@ -279,21 +305,37 @@ return r
 `;
 
 /**
- * RELEASE and BullMQ's moveToFinished of the job in one script (queue/bull-scripts.ts): the worker's
- * steady state is then one round trip per job for releasing the key, adding its follow-up, finishing the
- * job and fetching the next, plus CLAIM. KEYS: RELEASE's 18, then moveToFinished's 14. ARGV: RELEASE's 9,
- * then moveToFinished's 9. The key is released first, as when the two ran one after the other: should
+ * RELEASE, BullMQ's moveToFinished of the job and CLAIM of the next one in one script
+ * (queue/bull-scripts.ts): the worker's steady state is then one round trip per job for releasing the key,
+ * adding its follow-up, finishing the job, fetching the next and claiming it. KEYS: RELEASE's 18, then
+ * moveToFinished's 14. ARGV: RELEASE's 9, moveToFinished's 9, then the reconcile job's name and the lease
+ * (ms) for claimFetched. The key is released first, as when the two ran one after the other: should
  * BullMQ refuse to finish the job (its lock was lost), the release stands (it is fenced by its token)
- * and BullMQ's error code is returned. Returns {moveToFinished's answer, RELEASE's answer}.
+ * and BullMQ's error code is returned. Returns {moveToFinished's answer, RELEASE's answer, claimFetched's
+ * answer for the next job}.
  */
-export const RELEASE_AND_FINISH = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}${BULL_FINISH_LUA}
+export const RELEASE_AND_FINISH = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}${BULL_FINISH_LUA}${CLAIM_FN}
 local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], {ARGV[7], ARGV[8], ARGV[9]})
 -- Resent after a lost reply: the job was finished by the first run (KEYS[30] is its hash).
-if replayed and redis.call('HEXISTS', KEYS[30], 'finishedOn') == 1 then return {0, r} end
+if replayed and redis.call('HEXISTS', KEYS[30], 'finishedOn') == 1 then return {0, r, {}} end
 local bk, ba = {}, {}
 for i = 1, 14 do bk[i] = KEYS[18 + i] end
 for i = 1, 9 do ba[i] = ARGV[9 + i] end
-return {bullFinish(bk, ba), r}
+local fetched = bullFinish(bk, ba)
+return {fetched, r, claimFetched(fetched, ARGV[19], ARGV[6], ARGV[20])}
+`;
+
+/**
+ * BullMQ's moveToActive and CLAIM of the job it fetched, in one script: a worker that was waiting starts
+ * a job in one round trip, as a plain BullMQ worker does. KEYS: scriptKeys() (9), then moveToActive's 11.
+ * ARGV: moveToActive's 3, then the reconcile job's name, the job key prefix and the lease (ms).
+ * Returns {moveToActive's answer, claimFetched's answer}.
+ */
+export const MOVE_TO_ACTIVE_AND_CLAIM = `${LIVE}${HELD}${BULL_MOVE_TO_ACTIVE_LUA}${CLAIM_FN}
+local mk = {}
+for i = 1, 11 do mk[i] = KEYS[9 + i] end
+local fetched = bullMoveToActive(mk, {ARGV[1], ARGV[2], ARGV[3]})
+return {fetched, claimFetched(fetched, ARGV[4], ARGV[5], ARGV[6])}
 `;
 
 /**

@@ -14,7 +14,7 @@ export async function sweepQueue(queue: WorkQueue, log: Logger): Promise<number>
   const k = queue.keys;
   const raw = await runScript(queue.connection, SWEEP, scriptKeys(k), [k.jobKeyPrefix]);
   const [removed, ...requeue] = Array.isArray(raw) ? raw.map(String) : ['0'];
-  for (const key of requeue) await queue.add(key, 0, 'swept');
+  await queue.addMany(requeue, 'swept');
   const n = Number(removed ?? 0);
   if (n > 0) log.info({ queue: queue.name, removed: n, requeued: requeue.length }, 'swept orphaned queue entries');
   return n;

@@ -5,7 +5,8 @@ import type { RedisClient } from './connection.js';
 import type { QueueMetrics } from './metrics.js';
 import { bullAddArgs, bullAddKeys } from './bull-scripts.js';
 import { queueKeys, queuePrefix, scriptKeys, type QueueKeys } from './keys.js';
-import { runScript } from './run-script.js';
+import { throwIfLeaseLost } from '../runtime/reconcile-scope.js';
+import { runScript, scriptSha } from './run-script.js';
 import { ENQUEUE } from './scripts.js';
 
 /** The payload of every reconcile job. */
@@ -52,6 +53,9 @@ export const JOB_RETENTION = {
   removeOnComplete: { age: 3600, count: 1000 },
   removeOnFail: { age: 24 * 3600, count: 5000 },
 } satisfies JobsOptions;
+/** How many ENQUEUE scripts addMany sends in one pipeline (one write, one wait for the replies). */
+export const ENQUEUE_BATCH = 500;
+
 const JOB_DEFAULTS: JobsOptions = {
   attempts: 1_000_000,
   backoff: { type: 'custom' },
@@ -107,6 +111,80 @@ export class WorkQueue {
     const result = parseSchedule(raw);
     if (!result.added) await this.apply(key, result, reason);
     return result;
+  }
+
+  /**
+   * Requests a reconcile of each key now, as add() does for one, in pipelines of ENQUEUE_BATCH scripts:
+   * a resync or a watcher's replay of 1,000 objects is three round trips (the first key alone, then two
+   * pipelines), not 1,000. Each key's ENQUEUE is the same script as add()'s and runs atomically on its own,
+   * so coalescing, dirty marks and earlier-wins are unchanged; only the waiting between them is gone. Results are in the order of `keys`. A key whose
+   * script failed (after the others were carried out) makes it reject with that key's error; enqueueing
+   * again is safe, as an add of a waiting key coalesces.
+   */
+  async addMany(keys: readonly string[], reason = 'resync'): Promise<ScheduleResult[]> {
+    throwIfLeaseLost('Redis script');
+    const out: ScheduleResult[] = [];
+    if (keys.length === 0) return out;
+    // The first key on its own through runScript, which loads the script when Redis does not have it
+    // (first use, a restart, a failed-over node): the pipelines after it then get no NOSCRIPT.
+    out.push(await this.add(keys[0]!, 0, reason));
+    for (let i = 1; i < keys.length; i += ENQUEUE_BATCH) {
+      out.push(...(await this.addBatch(keys.slice(i, i + ENQUEUE_BATCH), reason)));
+    }
+    return out;
+  }
+
+  private async addBatch(keys: string[], reason: string): Promise<ScheduleResult[]> {
+    const k = this.keys;
+    const scriptKeys = this.addingScriptKeys;
+    const args = await Promise.all(keys.map(async (key) => [key, '0', k.jobKeyPrefix, ...(await this.addArgs(key, reason))]));
+    const sha = scriptSha(ENQUEUE);
+    const send = (indexes: number[]) => {
+      const pipeline = this.opts.connection.pipeline();
+      for (const i of indexes) pipeline.evalsha(sha, scriptKeys.length, ...scriptKeys, ...args[i]!);
+      return pipeline.exec();
+    };
+    const replies = new Array<unknown>(keys.length);
+    const errors = new Array<Error | undefined>(keys.length);
+    let todo = keys.map((_, i) => i);
+    // Should Redis lose the script meanwhile (a restart, a failover), NOSCRIPT: load it, send those again.
+    for (let attempt = 0; attempt < 2 && todo.length > 0; attempt++) {
+      const answers = (await send(todo)) ?? [];
+      const again: number[] = [];
+      todo.forEach((index, j) => {
+        const [err, reply] = answers[j] ?? [new Error('no reply in the pipeline'), undefined];
+        if (err && attempt === 0 && err.message.startsWith('NOSCRIPT')) again.push(index);
+        else if (err) errors[index] = err;
+        else replies[index] = reply;
+      });
+      // The first one through runScript, which falls back to EVAL: that loads the script on the node that
+      // holds this queue's keys (SCRIPT LOAD on a cluster client would go to any node).
+      const first = again.shift();
+      if (first !== undefined) {
+        try {
+          replies[first] = await runScript(this.opts.connection, ENQUEUE, scriptKeys, args[first]!);
+        } catch (err) {
+          errors[first] = err instanceof Error ? err : new Error(String(err));
+        }
+      }
+      todo = again;
+    }
+    const results: ScheduleResult[] = [];
+    let failed: Error | undefined;
+    for (const [i, key] of keys.entries()) {
+      const err = errors[i];
+      if (err) {
+        failed ??= err;
+        continue;
+      }
+      this.opts.metrics?.adds.inc({ name: this.name, controller: this.name });
+      const result = parseSchedule(replies[i]);
+      // Only a reschedule (moving a pending delayed job earlier) is left to do outside the script.
+      if (!result.added) await this.apply(key, result, reason);
+      results.push(result);
+    }
+    if (failed) throw failed;
+    return results;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DelayedError, raw2NextJobData, UnrecoverableError, Worker, type Job, type Scripts } from 'bullmq';
+import { DelayedError, raw2NextJobData, UnrecoverableError, Worker, type Job, type RedisClient as BullRedisClient, type Scripts } from 'bullmq';
 import { z } from 'zod';
 import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
@@ -12,7 +12,8 @@ import { ClaimLease } from './lease.js';
 import type { QueueMetrics } from './metrics.js';
 import { withRetries, type RetryPolicy } from './retry.js';
 import { runScript } from './run-script.js';
-import { CLAIM, RELEASE, RELEASE_AND_FINISH } from './scripts.js';
+import { BULL_FINISH_KEYS, BULL_MOVE_TO_ACTIVE_KEYS } from './bull-scripts.js';
+import { CLAIM, MOVE_TO_ACTIVE_AND_CLAIM, RELEASE, RELEASE_AND_FINISH } from './scripts.js';
 import { sweepQueue } from './sweep.js';
 import { parseSchedule, RECONCILE_JOB, reconcileJobSchema, RESYNC_JOB, type ScheduleResult, type WorkQueue } from './work-queue.js';
 
@@ -68,13 +69,47 @@ function parseRelease(raw: unknown): Released {
   return { stale: false, next: parseSchedule(fields), failures: Number(fields[4] ?? 0), backoffMs: Number(fields[5] ?? 0) };
 }
 
-/** How many keys BullMQ's moveToFinished takes (its Scripts.moveToFinishedKeys). */
-const FINISH_KEYS = 14;
-/** RELEASE_AND_FINISH's answer: moveToFinished's (0, an error code, or the next job) and RELEASE's. */
-const finishReplySchema = z.tuple([z.union([z.number(), z.array(z.unknown())]), z.array(z.string())]);
+/** claimFetched's answer (queue/scripts.ts): nothing, or CLAIM's verdict for the fetched job and its id. */
+const fetchedClaimSchema = z.union([z.tuple([]), z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string(), z.string()])]);
+/** RELEASE_AND_FINISH's answer: moveToFinished's (0, an error code, or the next job), RELEASE's, and the next job's claim. */
+const finishReplySchema = z.tuple([z.union([z.number(), z.array(z.unknown())]), z.array(z.string()), fetchedClaimSchema]);
+/** MOVE_TO_ACTIVE_AND_CLAIM's answer: moveToActive's and the fetched job's claim. */
+const fetchReplySchema = z.tuple([z.array(z.unknown()), fetchedClaimSchema]);
+const scriptArgsSchema = z.array(z.union([z.string(), z.number(), z.instanceof(Buffer)]));
+/** Claims made when their jobs were fetched that no processor took (a crash between): at most this many kept. */
+const MAX_FETCHED_CLAIMS = 10_000;
+
+/** A claim made by the script that fetched its job, for the job's processor to take instead of sending CLAIM. */
+interface FetchedClaim {
+  verdict: ClaimVerdict;
+  /** When the script that claimed was sent (the lease is counted from it). */
+  sentAt: number;
+}
+
+/**
+ * BullMQ's Worker, fetching each job with Ripple's MOVE_TO_ACTIVE_AND_CLAIM instead of BullMQ's
+ * moveToActive when `fetch` is set: BullMQ builds the arguments as usual (Scripts.moveToActive), and
+ * `fetch` runs them in the composed script, so a waiting worker moves a job to active and claims its key
+ * in one round trip.
+ */
+class ClaimingWorker extends Worker {
+  fetch: ((args: unknown[]) => Promise<unknown>) | undefined;
+
+  protected override moveToActive(client: BullRedisClient, token: string, name?: string): Promise<Job> {
+    const fetch = this.fetch;
+    if (!fetch) return super.moveToActive(client, token, name);
+    // BullMQ's Scripts call `client.runCommand(name, args)`; only moveToActive goes through this one.
+    const composed = { runCommand: (_command: string, args: unknown[]) => fetch(args) };
+    return super.moveToActive(composed as unknown as BullRedisClient, token, name);
+  }
+}
 
 export function parseClaim(raw: unknown): ClaimVerdict {
   const [verdict, value, delay] = claimReplySchema.parse(raw);
+  return claimVerdict(verdict, value, delay);
+}
+
+function claimVerdict(verdict: ClaimVerdict['verdict'], value: string, delay: string): ClaimVerdict {
   if (verdict === 'claimed') return { verdict, token: value };
   if (verdict === 'held') return { verdict, delayMs: Number(delay) };
   if (verdict === 'reschedule') return { verdict, jobId: value, delayMs: Number(delay) };
@@ -118,13 +153,15 @@ export class KeyedWorker {
   private readonly leaseMs: number;
   /** The leases of the claims this worker runs, by BullMQ job id. */
   private readonly leases = new Map<string, ClaimLease>();
+  /** Claims made by the scripts that fetched their jobs (claimFetched), by BullMQ job id, until processed. */
+  private readonly fetchedClaims = new Map<string, FetchedClaim>();
 
   constructor(private readonly opts: KeyedWorkerOptions) {
     this.name = opts.queue.name;
     this.leaseMs = opts.lockDurationMs ?? 30_000;
     const concurrency = opts.concurrency ?? 1;
     opts.metrics?.maxConcurrent.set({ controller: this.name }, concurrency);
-    this.worker = new Worker(this.name, (job: Job, token?: string) => this.process(job, token), {
+    const worker = new ClaimingWorker(this.name, (job: Job, token?: string) => this.process(job, token), {
       connection: opts.connection,
       prefix: queuePrefix(opts.prefix ?? 'ripple', this.name),
       concurrency,
@@ -139,6 +176,9 @@ export class KeyedWorker {
       maxStalledCount: 1000,
       autorun: true,
     });
+    // Set before the worker's run loop first fetches (it starts asynchronously, after this constructor).
+    worker.fetch = (args) => this.fetchAndClaim(args);
+    this.worker = worker;
     this.worker.on('error', (err) => opts.log.error({ err: String(err) }, 'worker error'));
     // BullMQ could not extend these jobs' locks (Redis unreachable, or its event loop was blocked): the
     // stalled-job check may hand them to another worker, so their handlers must stop now.
@@ -163,10 +203,13 @@ export class KeyedWorker {
     const m = this.opts.metrics;
     const labels = { name: this.name, controller: this.name };
 
-    const claimSentAt = Date.now();
+    // Usually the script that fetched this job claimed its key already (claimFetched); otherwise CLAIM now.
+    const fetched = this.fetchedClaims.get(jobId);
+    this.fetchedClaims.delete(jobId);
+    const claimSentAt = fetched?.sentAt ?? Date.now();
     // A Redis error here (unreachable, READONLY during a failover, OOM) is the queue's, not the handler's:
     // BullMQ retries this job with backoff (its attempts are unbounded), so the key's request is not dropped.
-    const verdict = parseClaim(await runScript(this.opts.connection, CLAIM, scriptKeys(this.opts.queue.keys), [key, jobId, this.opts.queue.keys.jobKeyPrefix, String(this.leaseMs)]));
+    const verdict = fetched?.verdict ?? parseClaim(await runScript(this.opts.connection, CLAIM, scriptKeys(this.opts.queue.keys), [key, jobId, this.opts.queue.keys.jobKeyPrefix, String(this.leaseMs)]));
     if (verdict.verdict !== 'claimed') {
       m?.reconcileTotal.inc({ controller: this.name, result: 'skipped' });
       if (verdict.verdict === 'held') {
@@ -255,13 +298,15 @@ export class KeyedWorker {
     job.moveToCompleted = async (returnValue: unknown, bullToken: string, fetchNext = true) => {
       await this.worker.waitUntilReady();
       const args = scripts.moveToCompletedArgs(job, JSON.stringify(returnValue), job.opts.removeOnComplete ?? false, bullToken, fetchNext);
-      const finishKeys = args.slice(0, FINISH_KEYS).map(String);
+      const finishKeys = args.slice(0, BULL_FINISH_KEYS).map(String);
       // ioredis sends undefined as ''; BullMQ's script reads '' as "no fields to update".
-      const finishArgs = args.slice(FINISH_KEYS).map((a) => (a === undefined ? '' : typeof a === 'boolean' ? String(a) : a));
-      const raw = await runScript(this.opts.connection, RELEASE_AND_FINISH, [...releaseKeys, ...finishKeys], [...releaseArgs, ...finishArgs]);
-      const [finished, releasedRaw] = finishReplySchema.parse(raw);
+      const finishArgs = args.slice(BULL_FINISH_KEYS).map((a) => (a === undefined ? '' : typeof a === 'boolean' ? String(a) : a));
+      const sentAt = Date.now();
+      const raw = await runScript(this.opts.connection, RELEASE_AND_FINISH, [...releaseKeys, ...finishKeys], [...releaseArgs, ...finishArgs, RECONCILE_JOB, String(this.leaseMs)]);
+      const [finished, releasedRaw, nextClaim] = finishReplySchema.parse(raw);
+      this.recordFetchedClaim(nextClaim, sentAt);
       job.returnvalue = returnValue;
-      job.finishedOn = Number(args[FINISH_KEYS + 1]);
+      job.finishedOn = Number(args[BULL_FINISH_KEYS + 1]);
       job.attemptsMade += 1;
       await this.afterRelease(key, parseRelease(releasedRaw), outcome, requeueAfterMs, log);
       if (typeof finished === 'number' && finished < 0) throw scripts.finishedErrors({ code: finished, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
@@ -269,6 +314,33 @@ export class KeyedWorker {
       // and resets its delays before blocking for the next one).
       return raw2NextJobData(typeof finished === 'number' ? (finished as unknown as unknown[]) : finished);
     };
+  }
+
+  /**
+   * BullMQ's moveToActive (its arguments built by BullMQ) run as MOVE_TO_ACTIVE_AND_CLAIM: the fetched
+   * job's key is claimed in the same script, and the claim kept for the job's processor.
+   */
+  private async fetchAndClaim(args: unknown[]): Promise<unknown> {
+    const k = this.opts.queue.keys;
+    const keys = args.slice(0, BULL_MOVE_TO_ACTIVE_KEYS).map(String);
+    const argv = scriptArgsSchema.parse(args.slice(BULL_MOVE_TO_ACTIVE_KEYS));
+    const sentAt = Date.now();
+    // On this worker's connection, as its other scripts (BullMQ's client may be its own wrapper of it).
+    const raw = await runScript(this.opts.connection, MOVE_TO_ACTIVE_AND_CLAIM, [...scriptKeys(k), ...keys], [...argv, RECONCILE_JOB, k.jobKeyPrefix, String(this.leaseMs)]);
+    const [fetched, claimed] = fetchReplySchema.parse(raw);
+    this.recordFetchedClaim(claimed, sentAt);
+    return fetched;
+  }
+
+  private recordFetchedClaim(claimed: z.infer<typeof fetchedClaimSchema>, sentAt: number): void {
+    if (claimed.length === 0) return;
+    const [verdict, value, delay, jobId] = claimed;
+    this.fetchedClaims.set(jobId, { verdict: claimVerdict(verdict, value, delay), sentAt });
+    // A claim whose job no processor took (this process was stopped between) runs out with its lease.
+    for (const id of this.fetchedClaims.keys()) {
+      if (this.fetchedClaims.size <= MAX_FETCHED_CLAIMS) break;
+      this.fetchedClaims.delete(id);
+    }
   }
 
   /** Metrics, logs and the follow-up that is left to do after a release of a claim that succeeded. */

@@ -149,10 +149,9 @@ export class FunctionHost {
     let n = 0;
     if (def.resyncKeys) {
       const keys = await def.resyncKeys(deps);
-      for (const key of keys) {
-        const result = await this.queue(fn).add(key, 0, reason);
-        onEnqueued?.(key, result);
-      }
+      // In pipelines (WorkQueue.addMany): a resync of 1,000 keys is two round trips, not 1,000.
+      const results = await this.queue(fn).addMany(keys, reason);
+      keys.forEach((key, i) => onEnqueued?.(key, results[i]!));
       n = keys.length;
     }
     const primary = def.primary;
@@ -163,13 +162,13 @@ export class FunctionHost {
       let cont: string | undefined;
       do {
         const page = listSchema.parse(await kubeRequest(this.opts.kc, collectionPath(primary, this.opts.namespace), { query: { limit: 500, continue: cont, labelSelector: def.primaryLabelSelector } }));
-        for (const item of page.items) {
-          const key = objectKey(item.metadata.namespace, item.metadata.name);
-          live.add(key);
-          if (def.resyncKeys) continue;
-          const result = await this.queue(fn).add(key, 0, reason);
-          onEnqueued?.(key, result);
-          n++;
+        const keys = page.items.map((item) => objectKey(item.metadata.namespace, item.metadata.name));
+        for (const key of keys) live.add(key);
+        if (!def.resyncKeys) {
+          // One page (up to 500 objects) in one pipeline (WorkQueue.addMany).
+          const results = await this.queue(fn).addMany(keys, reason);
+          keys.forEach((key, i) => onEnqueued?.(key, results[i]!));
+          n += keys.length;
         }
         cont = page.metadata.continue || undefined;
       } while (cont);
