@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changedKeys } from './cycle.js';
+import { changedKeys, decisionTtlMs } from './cycle.js';
 import type { VariantDecision } from './saturation/decision.js';
 
 const decision = (key: string, desiredReplicas: number, over: Partial<VariantDecision> = {}): VariantDecision => ({
@@ -36,5 +36,16 @@ describe('changedKeys (the VAs a quick re-check visits)', () => {
       decision('llm/new', 1),
     ];
     expect(changedKeys(now, [{ key: 'llm/zeroed' }, { key: 'llm/never-decided' }], previous)).toEqual(['llm/up', 'llm/new', 'llm/zeroed']);
+  });
+});
+
+describe('decisionTtlMs (how long a decision stays published unconfirmed)', () => {
+  it('is three intervals at the usual intervals', () => {
+    expect(decisionTtlMs(60_000)).toBe(180_000);
+    expect(decisionTtlMs(30_000)).toBe(90_000);
+  });
+  it('is never shorter than 30 s, so a short interval does not blank a series between two healthy but slow cycles', () => {
+    expect(decisionTtlMs(2_000)).toBe(30_000);
+    expect(decisionTtlMs(10_000)).toBe(30_000);
   });
 });

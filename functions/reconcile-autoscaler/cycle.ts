@@ -75,8 +75,21 @@ function prometheusFor(config: StoredConfig, secrets: PrometheusSecrets, env: Ha
 export const PROMETHEUS_CONCURRENCY = 4;
 /** Pod lists (one per Deployment, by its selector) in flight at once. */
 const POD_LIST_CONCURRENCY = 4;
-/** A decision not confirmed by this many cycles is no longer published. */
+/** A decision not confirmed by this many cycles is no longer published... */
 export const DECISION_TTL_INTERVALS = 3;
+/**
+ * ...and not before this long, whatever the interval. A cycle runs through the queue, its Prometheus
+ * queries and the VA reconciles that publish its decisions, which on a busy worker can take several
+ * seconds; with a short GLOBAL_OPT_INTERVAL three intervals are shorter than that, and a series that
+ * expires between two healthy cycles reads as empty to KEDA and the HPA (seen with a 2 s interval:
+ * KEDA's metrics server served 0 for a Deployment whose decision was 1).
+ */
+export const DECISION_TTL_MIN_MS = 30_000;
+
+/** How long a decision made now stays published without a cycle confirming it. */
+export function decisionTtlMs(intervalMs: number): number {
+  return Math.max(DECISION_TTL_INTERVALS * intervalMs, DECISION_TTL_MIN_MS);
+}
 /**
  * A Deployment this young whose pods report no metrics yet is looked at again this soon, not at the
  * next tick: its first decision and Ready come as soon as its pods report (issue 14 scenario 1).
@@ -169,7 +182,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
   const now = ctx.now();
   const result = decideCycle(groups, inputs, {
     now,
-    decisionTtlMs: DECISION_TTL_INTERVALS * intervalMs,
+    decisionTtlMs: decisionTtlMs(intervalMs),
     saturation: config.saturation,
     scaleToZero: policyFor,
     freshness: config.controller.metricsFreshness,
@@ -187,7 +200,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
       pending[g.key] = await collectPendingRequests(prometheus, { namespace: g.namespace, modelID: g.modelID });
     },
   );
-  const fromZero = planScaleFromZero(atZero, activeModels, pending, cycleStamp({ now, decisionTtlMs: DECISION_TTL_INTERVALS * intervalMs }));
+  const fromZero = planScaleFromZero(atZero, activeModels, pending, cycleStamp({ now, decisionTtlMs: decisionTtlMs(intervalMs) }));
   const decisions = [...result.decisions, ...fromZero.decisions];
   const woken = new Set(fromZero.decisions.map((d) => d.key));
   const inactive = leftOut.filter((i) => !woken.has(i.key));
