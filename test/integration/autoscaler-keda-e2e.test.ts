@@ -50,6 +50,7 @@ const scaledObjectStatusSchema = z.object({
     })
     .optional(),
 });
+const vectorResultSchema = z.object({ data: z.object({ result: z.array(z.object({ value: z.tuple([z.number(), z.string()]) })) }) });
 const hpaSchema = z.object({
   status: z.object({ desiredReplicas: z.number().optional(), conditions: z.array(conditionSchema).optional() }).optional(),
 });
@@ -231,14 +232,37 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
     await waitFor(`ScaledObject ${so.metadata.name} Ready`, STEP_MS, async () => (await scaledObjectStatus(so.metadata.name))?.conditions?.find((c) => c.type === 'Ready')?.status === 'True', 500);
   }
 
+  /**
+   * Waits until the example's query answers `value` as KEDA asks it: KEDA's Prometheus scaler sends
+   * the current time truncated to the second, so for up to a second after a series' first scrape it
+   * sees nothing ("the result is empty") even though an instant query at `now` already has it.
+   */
+  async function waitForKedaView(so: ScaledObject, value: number): Promise<void> {
+    const trigger = so.spec.triggers.find((t) => t.type === 'prometheus')!;
+    let last: unknown;
+    try {
+      await waitFor(`${trigger.metadata.query} = ${value} at a whole second`, 60_000, async () => {
+        const time = Math.floor(Date.now() / 1000);
+        const r = await fetch(`${loop.prometheus.url}/api/v1/query?${new URLSearchParams({ query: trigger.metadata.query, time: String(time) }).toString()}`);
+        last = await r.json();
+        const result = vectorResultSchema.safeParse(last);
+        return result.success && result.data.data.result.length === 1 && Number(result.data.data.result[0]!.value[1]) === value;
+      }, 250);
+    } catch (err) {
+      throw new Error(`${err instanceof Error ? err.message : String(err)} (last answer: ${JSON.stringify(last)})`);
+    }
+  }
+
   it('load up → wva_desired_replicas → the ScaledObject’s HPA scales the Deployment up; load down → back down; through an ops-server rollout', async () => {
     const { sb } = loop;
     await createDeployment(sb, 'kd', 1);
     await createVA(sb, 'kd', { model: 'kd-model' });
     setDemand('kd', 'kd-model', 0.5);
     await loop.waitForVllmSeries('kd-model', 1);
+    const so = exampleScaledObject('kd', 'kd', 'kd', sb.namespace, loop.prometheus.url);
     await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'kd' }, 1, 60_000);
-    await createScaledObject(exampleScaledObject('kd', 'kd', 'kd', sb.namespace, loop.prometheus.url), 1, 5);
+    await waitForKedaView(so, 1);
+    await createScaledObject(so, 1, 5);
     expect(await specReplicas('kd')).toBe(1);
 
     // Saturated (0.85 ≥ kvCacheThreshold 0.80): one more replica; spread over two pods (0.425 each) it holds.
@@ -283,7 +307,9 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
     // KEDA's metrics server serves a metric only for a ScaledObject: this one carries the example's query
     // for `hp` and scales a placeholder Deployment of its own, pinned at 1; the plain HPA scales `hp`.
     await createDeployment(sb, 'hp-source', 1);
-    await createScaledObject(exampleScaledObject('hp-source', 'hp-source', 'hp', sb.namespace, loop.prometheus.url), 1, 1);
+    const source = exampleScaledObject('hp-source', 'hp-source', 'hp', sb.namespace, loop.prometheus.url);
+    await waitForKedaView(source, 1);
+    await createScaledObject(source, 1, 1);
     const metricName = (await scaledObjectStatus('hp-source'))?.externalMetricNames?.[0];
     expect(metricName).toBeTruthy();
     await kubeRequest(sb.kc, `/apis/autoscaling/v2/namespaces/${sb.namespace}/horizontalpodautoscalers`, {
@@ -311,15 +337,24 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
     });
     // The external metrics API answers the HPA's question itself, through the aggregator.
     const metricSchema = z.object({ items: z.array(z.object({ value: z.string() })) });
-    const read = await waitFor('the external metric through the API server', 60_000, async () => {
-      const m = metricSchema.safeParse(
-        await kubeRequest(sb.kc, `/apis/external.metrics.k8s.io/v1beta1/namespaces/${sb.namespace}/${metricName}`, {
-          query: { labelSelector: 'scaledobject.keda.sh/name=hp-source' },
-        }).catch(() => undefined),
-      );
-      return m.success && m.data.items.length === 1 ? m.data.items[0]!.value : undefined;
-    }, 500);
-    expect(Number.parseFloat(read)).toBe(1);
+    // The decision is 1; KEDA may answer an error while it builds the scaler, but never another value.
+    const reads: string[] = [];
+    try {
+      await waitFor('the external metric through the API server to read the decision, 1', 60_000, async () => {
+        const m = metricSchema.safeParse(
+          await kubeRequest(sb.kc, `/apis/external.metrics.k8s.io/v1beta1/namespaces/${sb.namespace}/${metricName}`, {
+            query: { labelSelector: 'scaledobject.keda.sh/name=hp-source' },
+          }).catch(() => undefined),
+        );
+        const value = m.success && m.data.items.length === 1 ? m.data.items[0]!.value : undefined;
+        if (value !== undefined) reads.push(value);
+        return value !== undefined && Number.parseFloat(value) === 1;
+      }, 500);
+    } catch (err) {
+      const scraped = await loop.scraped('wva_desired_replicas', { variant_name: 'hp' });
+      throw new Error(`${err instanceof Error ? err.message : String(err)} (values read: ${JSON.stringify(reads)}; in Prometheus now: ${String(scraped)})`);
+    }
+    expect(reads.map(Number.parseFloat)).toEqual(reads.map(() => 1));
     await waitFor('the HPA to read the metric', STEP_MS, async () => {
       const s = hpaSchema.parse(await kubeRequest(sb.kc, `/apis/autoscaling/v2/namespaces/${sb.namespace}/horizontalpodautoscalers/hp`)).status;
       return s?.conditions?.find((c) => c.type === 'ScalingActive')?.status === 'True';
@@ -336,5 +371,39 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
     timings['hpa: load down → spec.replicas 1'] = await waitForReplicas('hp', 1, down);
     await expectKedaHealthy('hp-source', 'hp');
     expect(await specReplicas('hp-source')).toBe(1);
+  }, 900_000);
+
+  it('no decision to read (no Ripple process scraped): KEDA holds the Deployment’s replicas, it does not scale to its minimum', async () => {
+    const { sb } = loop;
+    await createDeployment(sb, 'fb', 1);
+    await createVA(sb, 'fb', { model: 'fb-model' });
+    setDemand('fb', 'fb-model', 0.85);
+    await loop.waitForVllmSeries('fb-model', 1);
+    const so = exampleScaledObject('fb', 'fb', 'fb', sb.namespace, loop.prometheus.url);
+    await waitForKedaView(so, 2);
+    await createScaledObject(so, 1, 5);
+    await waitForReplicas('fb', 2, Date.now());
+    const deployment = async () => (await apps().readNamespacedDeployment({ name: 'fb', namespace: ns() })).metadata;
+    // Any change of spec.replicas bumps metadata.generation: comparing it observes every change, not samples.
+    await waitFor('fb to settle at 2 (observedGeneration caught up)', STEP_MS, async () => {
+      const d = await apps().readNamespacedDeployment({ name: 'fb', namespace: ns() });
+      return d.spec?.replicas === 2 && d.status?.observedGeneration === d.metadata?.generation;
+    }, 250);
+    const generation = (await deployment())?.generation;
+
+    const serving = exporters.map((e) => e.serving);
+    for (const e of exporters) e.serving = false;
+    try {
+      // KEDA's fallback after 3 failed polls (5 s apart): with the example's ignoreNullValues "false" an empty
+      // answer is a failure, and behavior currentReplicas holds 2. KEDA's default would read 0 and scale to 1.
+      await waitFor('the ScaledObject’s Fallback condition', STEP_MS, async () => (await scaledObjectStatus('fb'))?.conditions?.find((c) => c.type === 'Fallback')?.status === 'True', 500);
+      // Several HPA syncs (5 s each in the sandbox) in fallback.
+      await sleep(20_000);
+      expect(await specReplicas('fb')).toBe(2);
+      expect((await deployment())?.generation).toBe(generation);
+    } finally {
+      exporters.forEach((e, i) => (e.serving = serving[i]!));
+    }
+    await waitFor('the ScaledObject to leave its fallback', STEP_MS, async () => (await scaledObjectStatus('fb'))?.conditions?.find((c) => c.type === 'Fallback')?.status !== 'True', 500);
   }, 900_000);
 });
