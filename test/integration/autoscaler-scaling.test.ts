@@ -83,10 +83,18 @@ describe('reconcile-autoscaler: saturation scaling with a real Prometheus', () =
 
   /** Waits until the VA's desired replicas is `n` on a decision from metrics. */
   async function waitForDesired(name: string, n: number, timeoutMs = 45_000): Promise<void> {
-    await waitFor(`${name} desired ${n}`, timeoutMs, async () => {
-      const va = await readVA(sb, name);
-      return va.status?.desiredOptimizedAlloc?.numReplicas === n && condition(va.status, 'MetricsAvailable')?.status === 'True';
-    }, 250);
+    let last: Awaited<ReturnType<typeof readVA>> | undefined;
+    try {
+      await waitFor(`${name} desired ${n}`, timeoutMs, async () => {
+        last = await readVA(sb, name);
+        return last.status?.desiredOptimizedAlloc?.numReplicas === n && condition(last.status, 'MetricsAvailable')?.status === 'True';
+      }, 250);
+    } catch (err) {
+      // What the VA and the last cycle said, so a timeout tells which step did not happen.
+      const cycle = await readCycleRecord(sb.redis, sb.prefix);
+      const seen = { status: last?.status, cycleAt: cycle?.at, cycleModels: cycle?.models.filter((m) => m.key.startsWith(`${name}|`)), inactive: cycle?.inactive };
+      throw new Error(`${err instanceof Error ? err.message : String(err)}; last seen: ${JSON.stringify(seen)}`);
+    }
   }
 
   /** Watches `names` for `cycles` ticks and returns every desired value seen per VA. */
