@@ -12,6 +12,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
+import { Session } from 'node:inspector/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
@@ -93,13 +94,54 @@ function classify(method: string, pathAndQuery: string): Kind {
   return collection ? 'list' : 'get';
 }
 
+/** Requests by method and path shape (names and namespaces elided), to tell which GETs and LISTs a converge makes. */
+let byShape: Record<string, number> = {};
+function requestShape(method: string, pathAndQuery: string): string {
+  const [p = '', q = ''] = pathAndQuery.split('?');
+  const segments = p.split('/').filter(Boolean);
+  const shaped = segments.map((seg, i) => (segments[i - 1] === 'namespaces' ? '{ns}' : i > 0 && /^(ms\d+|ms\d+-.+)$/.test(seg) ? '{name}' : seg));
+  const query = q
+    .split('&')
+    .map((kv) => kv.split('=')[0])
+    .filter((k) => k === 'labelSelector' || k === 'watch' || k === 'fieldSelector');
+  return `${method} /${shaped.join('/')}${query.length ? `?${query.join('&')}` : ''}`;
+}
+
+/**
+ * BENCH_CPU_PROFILE=<file>: a V8 CPU profile of the current Ripple side's converge only (first create →
+ * converged), written as a .cpuprofile (the first round's; Chrome DevTools or speedscope read it).
+ */
+const PROFILE_FILE = process.env.BENCH_CPU_PROFILE;
+let profiled = false;
+async function startProfile(): Promise<Session | undefined> {
+  if (!PROFILE_FILE || profiled) return undefined;
+  profiled = true;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 500 });
+  await session.post('Profiler.start');
+  return session;
+}
+async function stopProfile(session: Session | undefined): Promise<void> {
+  if (!session || !PROFILE_FILE) return;
+  const { profile } = await session.post('Profiler.stop');
+  writeFileSync(PROFILE_FILE, JSON.stringify(profile));
+  session.disconnect();
+}
+
 const originalRequest = https.request;
 (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
   // node-fetch (under client-node and kube/raw.ts) calls request(options) with an options object.
   const first: unknown = args[0];
   if (who.getStore() === undefined && typeof first === 'object' && first !== null && !(first instanceof URL)) {
     const opts = first as https.RequestOptions;
-    counts[classify(opts.method ?? 'GET', opts.path ?? '')]++;
+    const kind = classify(opts.method ?? 'GET', opts.path ?? '');
+    counts[kind]++;
+    if (kind !== 'event') {
+      const key = requestShape(opts.method ?? 'GET', opts.path ?? '');
+      byShape[key] = (byShape[key] ?? 0) + 1;
+    }
   }
   return originalRequest.apply(this, args);
 } as typeof https.request;
@@ -361,6 +403,8 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
       (objs) => objs.size === COUNT && [...objs.values()].every(msAvailable),
     );
     counts = fresh();
+    byShape = {};
+    const profile = mods === current ? await startProfile() : undefined;
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     await who.run('bench', () =>
@@ -370,6 +414,8 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
     const run = { ...counts };
+    const runByShape = Object.fromEntries(Object.entries(byShape).sort((a, b) => b[1] - a[1]));
+    await stopProfile(profile);
     watch.stop();
     // Role Events are still being written after status says Available: count them until they stop.
     let events = counts.event;
@@ -413,6 +459,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
       cpuSecondsWithEvents,
       startup,
       requests: run,
+      requestsByShape: runByShape,
       total: total(run),
       eventWrites: events,
       resync,

@@ -1,8 +1,8 @@
 /**
- * A worker-local cache of ModelServing children (pods, Services, ControllerRevisions), so a reconcile
- * plans from memory instead of three LISTs. One list-watch per resource and namespace, with the label
- * every child carries (as the watcher's triggers), started on first use and stopped when no reconcile
- * has used it for IDLE_MS.
+ * A worker-local cache of ModelServings and their children (pods, Services, ControllerRevisions), so a
+ * reconcile plans from memory instead of a GET and three LISTs. One list-watch per resource and
+ * namespace (the children's with the label every child carries, as the watcher's triggers), started on
+ * first use and stopped when no reconcile has used it for IDLE_MS.
  *
  * The cache is an optimisation, never a source of truth the function depends on: it holds nothing
  * that is not in the cluster, and every reconcile that cannot prove it fresh enough lists instead.
@@ -13,13 +13,21 @@
  *    with (write-marks.ts, in Redis, so it holds across worker processes); the next reconcile uses a
  *    resource's cache only once that watch has seen that version — the watch delivers exactly that
  *    object's event, since everything we write carries the label it selects. A write whose version
- *    is not known (a 409, a 404, a lifecycle deletion) makes the next reconcile list.
+ *    is not known (a 409, a 404, a lifecycle deletion) makes the next reconcile list. The same holds
+ *    for the ModelServing: its status and finalizer patches are marks too, so a reconcile never plans
+ *    from a ModelServing older than the last one this function wrote (whose status it compares
+ *    against and whose resourceVersion its status patch is preconditioned on).
  * 2. **Never miss the event that triggered a reconcile**: the watcher's stream and this cache's are
  *    two streams; if this one lags, a reconcile woken by an event could plan without it and nothing
  *    would wake it again. So a child event that passes the function's own trigger predicates and is
  *    not followed, within LAG_CHECK_MS, by a cache read of its ModelServing in this process
  *    enqueues that ModelServing — only for ModelServings this process reconciled, and only once per
  *    burst; in the common case the watcher's own reconcile reads after the event and nothing is sent.
+ *    A ModelServing event that passes the trigger predicate (a spec change, deletion starting) is such
+ *    an event too: a reconcile that read the ModelServing before the cache had it is brought back.
+ *
+ * A ModelServing missing from the cache is asked of the API server (handler.ts): it is either gone or
+ * newer than the cache, and only the API server can tell.
  */
 import type { KubeConfig, V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { KubeObject } from '../../kube/object.js';
@@ -32,15 +40,18 @@ import { onlyEvents, passes, type Predicate } from '../../watcher/predicates.js'
 import { keepFields, type Projection } from '../../watcher/projection.js';
 import type { Children } from './observe.js';
 import { LABEL_NAME } from './plan/names.js';
-import { CHILDREN_SELECTOR, podFactsChanged, serviceChanged } from './triggers.js';
+import { CHILDREN_SELECTOR, modelServingChanged, podFactsChanged, serviceChanged } from './triggers.js';
 import { isNewer } from '../../kube/resource-version.js';
-import { CHILD_RESOURCES, type ChildResource, type WriteMarks } from './write-marks.js';
+import { CACHED_RESOURCES, type CachedResource, type ChildResource, type WriteMarks } from './write-marks.js';
 
 /** A cache no reconcile used for this long stops its watches. */
 export const IDLE_MS = 5 * 60_000;
 /** How long after a child event a cache read of its ModelServing is expected (rule 2). */
 export const LAG_CHECK_MS = 1_000;
-/** How long a reconcile waits for the cache to reach its last write before it lists instead. */
+/**
+ * How long a reconcile waits for the cache to reach its last write (or, in a cache's first CATCH_UP_MS,
+ * its first lists) before it reads from the API server instead.
+ */
 export const CATCH_UP_MS = 2_000;
 
 interface Watched {
@@ -49,25 +60,40 @@ interface Watched {
   projection: Projection | undefined;
   /** The function's own trigger predicate for this resource (definition.ts). */
   predicate: Predicate | undefined;
+  /** Children are selected by the label every one of them carries; ModelServings are all watched. */
+  labelSelector: string | undefined;
+  /** The ModelServing an object belongs to (rule 2, reads). */
+  ownerOf: (o: KubeObject) => string | undefined;
 }
 
-const WATCHED: Record<ChildResource, Watched> = {
+const byLabel = (o: KubeObject) => o.metadata.labels?.[LABEL_NAME];
+
+const WATCHED: Record<CachedResource, Watched> = {
   pods: {
     resource: Resources.pod,
+    labelSelector: CHILDREN_SELECTOR,
+    ownerOf: byLabel,
     // plan/observed.ts podFacts (nodeName, schedulerName, GROUP_SIZE in the containers' env) and the
     // status conditions and container states unified-status.ts classifies.
     projection: keepFields('spec.nodeName', 'spec.schedulerName', 'spec.containers', 'status'),
     predicate: podFactsChanged,
   },
-  services: { resource: Resources.service, projection: undefined, predicate: serviceChanged },
+  services: { resource: Resources.service, projection: undefined, predicate: serviceChanged, labelSelector: CHILDREN_SELECTOR, ownerOf: byLabel },
   // The planner reads a revision's data (the templates of older revisions).
-  controllerrevisions: { resource: Resources.controllerRevision, projection: undefined, predicate: onlyEvents('delete') },
+  controllerrevisions: { resource: Resources.controllerRevision, projection: undefined, predicate: onlyEvents('delete'), labelSelector: CHILDREN_SELECTOR, ownerOf: byLabel },
+  // The whole object (spec, status, metadata) less managedFields: the reconcile plans from it as from a GET.
+  modelservings: { resource: Resources.modelServing, projection: undefined, predicate: modelServingChanged, labelSelector: undefined, ownerOf: (o) => o.metadata.name },
 };
 
-type Versions = Partial<Record<ChildResource, string>>;
+type Versions = Partial<Record<CachedResource, string>>;
+
+/** What a reconcile plans from: the ModelServing as the cache holds it (undefined: not in the cache), and its children. */
+export interface CachedView extends Children {
+  modelServing: KubeObject | undefined;
+}
 
 export class ChildrenCache {
-  private readonly watches = new Map<ChildResource, ListWatch>();
+  private readonly watches = new Map<CachedResource, ListWatch>();
   /** Per ModelServing, the version each watch had reached when a reconcile last read it. */
   private readonly lastRead = new Map<string, Versions>();
   /** Per ModelServing, the newest version of a relevant child event per resource since its last check, and when the last arrived. */
@@ -77,6 +103,7 @@ export class ChildrenCache {
   private readonly checks = new Map<string, NodeJS.Timeout>();
   private enqueue: ((key: string) => Promise<void>) | undefined;
   private lastUsed = Date.now();
+  private readonly startedAt = Date.now();
   private readonly idle: NodeJS.Timeout;
   private stopped = false;
 
@@ -86,7 +113,7 @@ export class ChildrenCache {
     private readonly log: Logger,
     private readonly onStop: () => void,
   ) {
-    for (const kind of CHILD_RESOURCES) {
+    for (const kind of CACHED_RESOURCES) {
       const w = WATCHED[kind];
       this.watches.set(
         kind,
@@ -94,7 +121,7 @@ export class ChildrenCache {
           kc,
           resource: w.resource,
           namespace,
-          labelSelector: CHILDREN_SELECTOR,
+          ...(w.labelSelector !== undefined ? { labelSelector: w.labelSelector } : {}),
           log,
           ...(w.projection ? { projection: w.projection } : {}),
           onEvent: async (e) => this.onEvent(kind, w, e),
@@ -119,7 +146,7 @@ export class ChildrenCache {
   /** Whether each resource's watch has seen at least the version of our last write to it. */
   caughtUp(marks: WriteMarks): boolean {
     if (marks.unknown || this.stopped || !this.ready()) return false;
-    return CHILD_RESOURCES.every((kind) => {
+    return CACHED_RESOURCES.every((kind) => {
       const written = marks.versions[kind];
       if (written === undefined) return true;
       const seen = this.watches.get(kind)?.health().resourceVersion;
@@ -127,22 +154,27 @@ export class ChildrenCache {
     });
   }
 
-  /** Waits up to `timeoutMs` for `caughtUp(marks)`; false if it did not happen. */
+  /**
+   * Waits up to `timeoutMs` for `caughtUp(marks)`; false if it did not happen. A cache that is not ready
+   * is waited for only in its first CATCH_UP_MS (its first lists: cheaper than every reconcile started
+   * meanwhile listing on its own); one that went down later, or never came up, is not.
+   */
   async waitFor(marks: WriteMarks, timeoutMs = CATCH_UP_MS): Promise<boolean> {
     this.lastUsed = Date.now();
     const deadline = Date.now() + timeoutMs;
     while (!this.caughtUp(marks)) {
       if (marks.unknown || this.stopped || Date.now() >= deadline) return false;
+      if (!this.ready() && Date.now() - this.startedAt >= CATCH_UP_MS) return false;
       await new Promise((r) => setTimeout(r, 10));
     }
     return true;
   }
 
   /**
-   * The children of ModelServing `name`, as the cache holds them now. `enqueue` is how rule 2 brings
-   * the ModelServing back if a child event turns up after this read without a read following it.
+   * ModelServing `name` and its children, as the cache holds them now. `enqueue` is how rule 2 brings
+   * the ModelServing back if an event of it or a child turns up after this read without a read following it.
    */
-  read(name: string, enqueue: (key: string) => Promise<void>): Children {
+  read(name: string, enqueue: (key: string) => Promise<void>): CachedView {
     this.lastUsed = Date.now();
     this.enqueue = enqueue;
     const seen: Versions = {};
@@ -154,6 +186,7 @@ export class ChildrenCache {
     const of = <T>(kind: ChildResource): T[] =>
       (this.watches.get(kind)?.store.list(this.namespace) ?? []).filter((o) => o.metadata.labels?.[LABEL_NAME] === name) as T[];
     return {
+      modelServing: this.watches.get('modelservings')?.store.get(`${this.namespace}/${name}`),
       pods: of<V1Pod>('pods'),
       services: of<V1Service>('services'),
       controllerRevisions: of<V1ControllerRevision>('controllerrevisions'),
@@ -165,12 +198,14 @@ export class ChildrenCache {
    * seen by it, so rule 2 need not bring the ModelServing back for them.
    */
   noteListed(name: string, listedAt: Versions): void {
+    // (The ModelServing's "list" version is the resourceVersion of the object a GET returned: only its
+    // own events are its, and they come in that object's version order.)
     // A cache that is not ready (its watches keep failing, e.g. refused by RBAC) is not being used:
     // only a ready one is kept alive by listing reconciles, so a broken one stops at the idle tick.
     if (this.ready()) this.lastUsed = Date.now();
     const read = this.lastRead.get(name);
     if (read === undefined) return; // never read from the cache here: rule 2 does not watch it yet
-    for (const kind of CHILD_RESOURCES) {
+    for (const kind of CACHED_RESOURCES) {
       const v = listedAt[kind];
       const r = read[kind];
       if (v !== undefined && (r === undefined || isNewer(v, r))) read[kind] = v;
@@ -192,9 +227,10 @@ export class ChildrenCache {
    */
   prune(): void {
     const owners = new Set<string>();
-    for (const watch of this.watches.values()) {
+    for (const [kind, watch] of this.watches) {
+      if (kind === 'modelservings') continue; // bookkeeping is kept for ModelServings with children
       for (const o of watch.store.list(this.namespace)) {
-        const owner = o.metadata.labels?.[LABEL_NAME];
+        const owner = WATCHED[kind].ownerOf(o);
         if (owner) owners.add(owner);
       }
     }
@@ -221,9 +257,9 @@ export class ChildrenCache {
     await Promise.all([...this.watches.values()].map((w) => w.stop()));
   }
 
-  private onEvent(kind: ChildResource, w: Watched, e: WatchEvent): void {
+  private onEvent(kind: CachedResource, w: Watched, e: WatchEvent): void {
     const object: KubeObject = e.object;
-    const name = object.metadata.labels?.[LABEL_NAME];
+    const name = w.ownerOf(object);
     // Rule 2 concerns ModelServings this process plans from the cache, and events that wake them.
     if (!name || !this.lastRead.has(name) || !passes(w.predicate, e)) return;
     // Events are handed over after the store took them in, so a read can have seen an event before
@@ -249,7 +285,7 @@ export class ChildrenCache {
         this.pending.delete(name);
         return;
       }
-      const unseen = CHILD_RESOURCES.some((k) => {
+      const unseen = CACHED_RESOURCES.some((k) => {
         const v = events.versions[k];
         const r = read[k];
         return v !== undefined && (r === undefined || isNewer(v, r));
@@ -281,11 +317,12 @@ export class ChildrenCache {
 const caches = new NamespacedCaches<ChildrenCache>();
 
 /**
- * The cache of `namespace`'s ModelServing children for this KubeConfig, started on first use. The logger is
- * a base one, not the calling reconcile's (whose key it would carry).
+ * The cache of `namespace`'s ModelServings and children for this KubeConfig, started on first use. The logger is
+ * a base one, not the calling reconcile's (whose key it would carry). `watchKc` is what its watches connect with
+ * (default `kc`): a test routes them through a proxy it can hold, to make the cache lag on purpose.
  */
-export function childrenCacheFor(kc: KubeConfig, namespace: string, log: Logger = baseLog()): ChildrenCache {
-  return caches.get(kc, namespace, (onStop) => new ChildrenCache(kc, namespace, log.child({ cache: 'modelserving-children', namespace }), onStop));
+export function childrenCacheFor(kc: KubeConfig, namespace: string, log: Logger = baseLog(), watchKc: KubeConfig = kc): ChildrenCache {
+  return caches.get(kc, namespace, (onStop) => new ChildrenCache(watchKc, namespace, log.child({ cache: 'modelserving-children', namespace }), onStop));
 }
 
 /** The running cache of `namespace` for this KubeConfig, without starting one. */

@@ -6,19 +6,20 @@
 import { MODEL_SERVING_API_VERSION, MODEL_SERVING_KIND, parseModelServing, type ModelServing } from '../../api/modelserving.js';
 import { z } from 'zod';
 import { kubeObjectSchema, type KubeObject } from '../../kube/object.js';
-import { Resources } from '../../kube/resources.js';
+import { isStatus, kubeRequest } from '../../kube/raw.js';
+import { objectPath, Resources } from '../../kube/resources.js';
 import { TerminalError } from '../../runtime/errors.js';
 import type { Handler, HandlerContext, ReconcileResult } from '../../runtime/function.js';
-import { writeStatus, type StatusOwner } from '../../status/write.js';
+import { writeStatus, type StatusOwner, type StatusPatch } from '../../status/write.js';
 import { applyActions, RefusedChildError, RejectedChildError } from './apply.js';
 import { REFUSAL_RECHECK_MS } from './refusal.js';
-import { modelServingConfig, RECONCILE_MODELSERVING, type ModelServingConfig } from './config.js';
-import { childrenCacheFor, peekChildrenCache } from './children-cache.js';
+import { modelServingConfig, type ModelServingConfig } from './config.js';
+import { peekChildrenCache } from './children-cache.js';
 import { nextMarks, writeMarksStore, WriteTracker, type WriteMarks } from './write-marks.js';
 import { drainFollowUp, drainOnDeletion, enrolled, keepDeletionFinalizer, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
 import { isNamespaceTerminating, terminatingMemory } from './namespace-terminating.js';
-import { clusterCapabilities, listChildren, readModelServing, type Children } from './observe.js';
-import type { ClusterCapabilities } from './plan/gang.js';
+import { clusterCapabilities } from './observe.js';
+import { readState, resourceVersionOf } from './read-state.js';
 import type { Action, Blocked } from './plan/actions.js';
 import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
 import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.js';
@@ -44,15 +45,53 @@ function statusOwner(obj: KubeObject): StatusOwner {
   };
 }
 
-async function writeUnified(ctx: HandlerContext, obj: KubeObject, u: UnifiedStatus) {
+/**
+ * This reconcile's writes to the ModelServing and its children (write-marks.ts), and how to save them:
+ * the next reconcile plans from the cache only once it has seen them.
+ */
+interface Marked {
+  written: WriteTracker;
+  save: () => Promise<void>;
+}
+
+/**
+ * The status patch (a merge patch preconditioned on the resourceVersion read, as status/write.ts's), noting
+ * the resourceVersion it left: the next reconcile must not plan from a cached ModelServing older than it.
+ */
+function markedStatusPatch(ctx: HandlerContext, obj: KubeObject, marked: Marked): StatusPatch {
+  const path = `${objectPath(Resources.modelServing, obj.metadata.namespace, obj.metadata.name)}/status`;
+  return async (status, resourceVersion) => {
+    const body: Record<string, unknown> = { status };
+    if (resourceVersion !== undefined) body.metadata = { resourceVersion };
+    try {
+      marked.written.note('modelservings', resourceVersionOf(await kubeRequest(ctx.kc, path, { method: 'PATCH', body, contentType: 'application/merge-patch+json' })));
+    } catch (err) {
+      // A 409 wrote nothing; any other failure may have landed without us knowing its version.
+      if (!isStatus(err, 409)) marked.written.noteUnknown();
+      throw err;
+    } finally {
+      await marked.save();
+    }
+  };
+}
+
+async function writeUnified(ctx: HandlerContext, obj: KubeObject, u: UnifiedStatus, marked: Marked) {
   // conditionEvents (the progress deadline's Warning) go through writeStatus's at-least-once outbox.
-  return writeStatus(ctx, { resource: Resources.modelServing, object: statusOwner(obj), input: u.input, fields: u.fields, conditionEvents: u.conditionEvents ?? [], source: EVENT_SOURCE });
+  return writeStatus(ctx, {
+    resource: Resources.modelServing,
+    object: statusOwner(obj),
+    input: u.input,
+    fields: u.fields,
+    conditionEvents: u.conditionEvents ?? [],
+    source: EVENT_SOURCE,
+    patch: markedStatusPatch(ctx, obj, marked),
+  });
 }
 
 /** Reports a spec that can never work on status (ConfigValid=False, phase Failed) and stops retrying. */
-async function rejectSpec(ctx: HandlerContext, obj: KubeObject, problems: string[]): Promise<never> {
+async function rejectSpec(ctx: HandlerContext, obj: KubeObject, problems: string[], marked: Marked): Promise<never> {
   const previous = z.object({ conditions: z.array(z.object({ type: z.string() })).optional() }).safeParse((obj as Record<string, unknown>).status);
-  await writeUnified(ctx, obj, invalidSpecStatus(problems, previous.success ? previous.data.conditions : undefined));
+  await writeUnified(ctx, obj, invalidSpecStatus(problems, previous.success ? previous.data.conditions : undefined), marked);
   ctx.log.warn({ problems }, 'invalid ModelServing spec; reported on status (ConfigValid=False)');
   throw new TerminalError(problems.join('; '));
 }
@@ -106,29 +145,6 @@ async function announce(ctx: HandlerContext, ms: ModelServing, transitions: read
   }
 }
 
-/**
- * The children to plan from: the worker-local cache when it has seen our last writes to them
- * (children-cache.ts, write-marks.ts), else three LISTs. `listed` says which.
- */
-async function readChildren(
-  ctx: HandlerContext,
-  config: ModelServingConfig,
-  cluster: ClusterCapabilities,
-  namespace: string,
-  name: string,
-  marks: WriteMarks,
-): Promise<{ children: Children; listed: boolean }> {
-  // PodGroups are not cached: with Volcano installed every reconcile lists.
-  const cache = config.MODELSERVING_CHILDREN_CACHE === 'true' && !cluster.volcanoPodGroups ? childrenCacheFor(ctx.kc, namespace) : undefined;
-  // A cache still listing for the first time is not waited for; one behind our last write is, briefly.
-  if (cache?.ready() && (await cache.waitFor(marks))) {
-    return { children: cache.read(name, (key) => ctx.enqueue(RECONCILE_MODELSERVING, key)), listed: false };
-  }
-  const children = await listChildren(ctx.kc, namespace, name, cluster.volcanoPodGroups);
-  if (cache && children.listedAt) cache.noteListed(name, children.listedAt);
-  return { children, listed: true };
-}
-
 function earliest(...values: Array<number | undefined>): number | undefined {
   const defined = values.filter((v): v is number => v !== undefined && Number.isFinite(v));
   return defined.length ? Math.max(0, Math.min(...defined)) : undefined;
@@ -173,34 +189,40 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   const dying = terminatingMemory(ctx.redis, ctx.prefix, namespace, req.name);
   const marksStore = writeMarksStore(ctx.redis, ctx.prefix, namespace, req.name);
 
-  // Everything is read at once. Each read is fresh; any skew between them is what the next reconcile
+  // The records in Redis are read at once; then the ModelServing and its children, from the cache once it
+  // has seen the writes the marks name (read-state.ts). Any skew between them is what the next reconcile
   // (brought by the newer objects' own events) sees.
-  const [raw, cluster, loaded, refusedUid, marks] = await Promise.all([
-    readModelServing(ctx.kc, namespace, req.name),
+  const [cluster, loaded, refusedUid, marks] = await Promise.all([
     clusterCapabilities(ctx.kc, ctx.redis, ctx.prefix),
     store.loadRaw(),
     dying.read(),
     marksStore.read(),
   ]);
-  // The children are found by the ModelServing's name (the key), so they need not wait for it.
-  const childrenRead = raw === undefined ? undefined : readChildren(ctx, config, cluster, namespace, req.name, marks);
-  // A rejection of the lists must not go unobserved while the ModelServing is judged.
-  void childrenRead?.catch(() => undefined);
-  if (raw === undefined) {
+  const state = await readState(ctx, config, cluster, namespace, req.name, marks);
+  if (state.gone) {
     // Gone: its children go with their owner references; only the datastore entries are ours to drop.
     peekChildrenCache(ctx.kc, namespace)?.forget(req.name);
     await Promise.all([store.remove(), marksStore.remove(), refusedUid === null ? undefined : dying.forget()]);
     return;
   }
+  const { raw, listed } = state;
+  const written = new WriteTracker();
+  // Until the children were awaited, a reconcile that listed may not clear an unknown mark (its lists may fail).
+  let childrenSeen = false;
+  const marked: Marked = { written, save: () => saveMarks(marksStore, marks, listed && childrenSeen, written) };
   const read = kubeObjectSchema.parse(raw);
   // The finalizer and the deletion need only metadata, so come before the spec is judged: an invalid spec must not
   // keep an opted-in ModelServing from being deleted, nor its opt-out from letting go of the finalizer.
   // Later writes (status) are preconditioned on the resourceVersion the finalizer write left.
   const obj = { ...read, metadata: await keepDeletionFinalizer(ctx.kc, read) };
+  if (obj.metadata.resourceVersion !== read.metadata.resourceVersion) {
+    written.note('modelservings', obj.metadata.resourceVersion);
+    await marked.save();
+  }
   // Deleting: an opted-in ModelServing holds its deletion until its pods went through the lifecycle.
   if (obj.metadata.deletionTimestamp) return drainStep(ctx, config, obj);
   const parsed = parseModelServing(raw);
-  if (!parsed.ok) return rejectSpec(ctx, obj, parsed.errors);
+  if (!parsed.ok) return rejectSpec(ctx, obj, parsed.errors, marked);
   const ms = parsed.value;
   const uid = ms.metadata.uid ?? '';
   if (refusedUid !== null && refusedUid === uid) {
@@ -215,7 +237,8 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     await announce(ctx, ms, stored.outbox);
     await store.clearOutbox(stored.seq);
   }
-  const { children, listed } = await (childrenRead ?? readChildren(ctx, config, cluster, namespace, req.name, marks));
+  const children = await state.children;
+  childrenSeen = true;
   const now = ctx.now();
   const masked = maskLifecycleDeletions(children.pods, now);
 
@@ -242,10 +265,9 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     ...plan.actions.map((a): Action => (a.kind === 'createPod' ? { ...a, pod: enrolled(a.pod, optedIn) } : a)),
   ];
   let applied;
-  const childWrites = new WriteTracker();
   try {
     applied = await applyActions(actions, {
-      written: childWrites,
+      written,
       kc: ctx.kc,
       namespace,
       log: ctx.log,
@@ -257,8 +279,8 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     });
   } catch (err) {
     // What went through before the failure is what the next reconcile's cache must have seen.
-    await saveMarks(marksStore, marks, listed, childWrites);
-    if (err instanceof RejectedChildError) return rejectSpec(ctx, obj, [rejectionProblem(ms, err)]);
+    await marked.save();
+    if (err instanceof RejectedChildError) return rejectSpec(ctx, obj, [rejectionProblem(ms, err)], marked);
     if (err instanceof RefusedChildError) {
       // A quota, PodSecurity, a webhook or RBAC: status says which and what the API server said; the
       // queue does not back off on it (nothing changes by retrying sooner), the ModelServing is looked
@@ -273,7 +295,7 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
         child: SERVING_GROUPS_CHILD,
         message: `${where}the API server refused ${what}: ${err.refusal.message}`,
       };
-      await writeUnified(ctx, obj, { ...u, input: { ...u.input, errors: [...(u.input.errors ?? []), refused] } });
+      await writeUnified(ctx, obj, { ...u, input: { ...u.input, errors: [...(u.input.errors ?? []), refused] } }, marked);
       ctx.log.warn({ refusal: err.refusal }, 'a child was refused; reported on status');
       return { requeueAfterMs: REFUSAL_RECHECK_MS };
     }
@@ -284,7 +306,7 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     }
     throw err;
   }
-  await saveMarks(marksStore, marks, listed, childWrites);
+  await marked.save();
   if (actions.length > 0) {
     const counts: Record<string, number> = {};
     for (const a of actions) counts[a.kind] = (counts[a.kind] ?? 0) + 1;
@@ -307,15 +329,15 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   const taken = applied.taken.map((a) => takenBy(a));
   if (taken.length > 0) ctx.log.warn({ taken: taken.map((t) => t.message) }, 'names held by objects this ModelServing does not own');
   const blocked = [...plan.blocked, ...taken];
-  const [written] = await Promise.all([
-    writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked, previousState(ms))),
+  const [statusWritten] = await Promise.all([
+    writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked, previousState(ms)), marked),
     recordRoles(),
   ]);
   const requeueAfterMs = earliest(
     plan.requeueAfterSeconds === undefined ? undefined : plan.requeueAfterSeconds * 1000,
     taken.length > 0 ? FOREIGN_RECHECK_MS : undefined,
     applied.requeueAfterMs,
-    written.requeueAfterMs,
+    statusWritten.requeueAfterMs,
   );
   return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
 };

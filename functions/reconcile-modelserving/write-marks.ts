@@ -1,6 +1,7 @@
 /**
- * What a reconcile last wrote to a ModelServing's children, by resourceVersion per resource: the
- * expectations that keep children-cache.ts from planning on a cache older than our own writes.
+ * What a reconcile last wrote to a ModelServing and its children, by resourceVersion per resource: the
+ * expectations that keep children-cache.ts from planning on a cache older than our own writes (of the
+ * children, and of the ModelServing's status and finalizers).
  * Kept in Redis (not in the process), so a reconcile on another worker process sees them too; they
  * expire after MARKS_TTL_SECONDS, long after any watch has delivered the writes they name.
  */
@@ -11,10 +12,13 @@ import type { RedisClient } from '../../queue/connection.js';
 
 export const CHILD_RESOURCES = ['pods', 'services', 'controllerrevisions'] as const;
 export type ChildResource = (typeof CHILD_RESOURCES)[number];
+/** What the worker-local cache holds: the children and the ModelServings themselves. */
+export const CACHED_RESOURCES = [...CHILD_RESOURCES, 'modelservings'] as const;
+export type CachedResource = (typeof CACHED_RESOURCES)[number];
 
 export interface WriteMarks {
   /** The newest resourceVersion our writes were answered with, per resource. */
-  versions: Partial<Record<ChildResource, string>>;
+  versions: Partial<Record<CachedResource, string>>;
   /** A write whose resulting version is not known (a 409, a 404, a lifecycle step): list next time. */
   unknown: boolean;
 }
@@ -23,7 +27,7 @@ export const NO_MARKS: WriteMarks = { versions: {}, unknown: false };
 const MARKS_TTL_SECONDS = 600;
 
 const marksSchema = z.object({
-  versions: z.object({ pods: z.string().optional(), services: z.string().optional(), controllerrevisions: z.string().optional() }),
+  versions: z.object({ pods: z.string().optional(), services: z.string().optional(), controllerrevisions: z.string().optional(), modelservings: z.string().optional() }),
   unknown: z.boolean(),
 });
 
@@ -33,7 +37,7 @@ export class WriteTracker {
   readonly marks: WriteMarks = { versions: {}, unknown: false };
   private wrote = false;
 
-  note(kind: ChildResource, resourceVersion: string | undefined): void {
+  note(kind: CachedResource, resourceVersion: string | undefined): void {
     this.wrote = true;
     if (resourceVersion === undefined || !isOrdered(resourceVersion)) {
       this.marks.unknown = true;
@@ -62,7 +66,7 @@ export function nextMarks(previous: WriteMarks, listed: boolean, written: WriteT
   const clearUnknown = listed && previous.unknown;
   if (written.empty && !clearUnknown) return undefined;
   const versions: WriteMarks['versions'] = { ...previous.versions };
-  for (const kind of CHILD_RESOURCES) {
+  for (const kind of CACHED_RESOURCES) {
     const v = written.marks.versions[kind];
     const old = versions[kind];
     if (v !== undefined && (old === undefined || isNewer(v, old))) versions[kind] = v;
