@@ -209,6 +209,7 @@ async function main(): Promise<void> {
       kc,
       functions: host.functions,
       enqueue: (fn, key, reason) => host.enqueue(fn, key, reason),
+      enqueueMany: (fn, keys, reason) => host.enqueueMany(fn, keys, reason),
       isLeader: () => elector?.isLeader() ?? false,
       log,
       namespace,

@@ -85,6 +85,11 @@ export class FunctionHost {
     await this.queue(fn).add(key, delayMs, reason);
   }
 
+  /** Many keys at once, in pipelines (WorkQueue.addMany): the watcher's replay on taking over. */
+  async enqueueMany(fn: string, keys: string[], reason: string): Promise<void> {
+    await this.queue(fn).addMany(keys, reason);
+  }
+
   /**
    * Runs one function's handler for one key with the same context a worker gives it. Workers and the
    * HTTP function transport both call this, so a handler cannot tell how it was invoked.

@@ -193,6 +193,30 @@ describe('Watcher.replayAll', () => {
     expect(emitted).toEqual(['WatchEventDropped:system:b']);
   });
 
+  it('with enqueueMany, hands each function its keys in one call; a batch that fails goes again object by object', async () => {
+    const batches: string[] = [];
+    const single: string[] = [];
+    let failBatch = false;
+    let leader = false;
+    const { watcher, source } = harness([fn('f', {}), fn('g', {})], {
+      isLeader: () => leader,
+      enqueue: async (f, key) => void single.push(`${f}:${key}`),
+      enqueueMany: async (f, keys, reason) => {
+        if (failBatch) throw new Error('Connection is closed.');
+        batches.push(`${f}:${reason}:${[...keys].sort().join(',')}`);
+      },
+    });
+    for (const name of ['a', 'b', 'c']) await source('configmaps').add(cm(name));
+    leader = true;
+    await expect(watcher.replayAll()).resolves.toBe(3);
+    expect(batches.sort()).toEqual(['f:ConfigMap:generic:ns/a,ns/b,ns/c', 'g:ConfigMap:generic:ns/a,ns/b,ns/c']);
+    expect(single).toEqual([]);
+
+    failBatch = true;
+    await expect(watcher.replayAll()).resolves.toBe(3);
+    expect(single.sort()).toEqual(['f:ns/a', 'f:ns/b', 'f:ns/c', 'g:ns/a', 'g:ns/b', 'g:ns/c']);
+  });
+
   it('never rejects: it ends when leadership is lost, or when the watcher stops, while enqueue keeps failing', async () => {
     let leader = true;
     const { watcher, source } = harness([fn('f', {})], {

@@ -28,6 +28,11 @@ export interface WatcherOptions {
   functions: FunctionDefinition[];
   /** Hands a key to a function's queue. */
   enqueue: (fn: string, key: string, reason: string) => Promise<void>;
+  /**
+   * Hands many keys to a function's queue at once (WorkQueue.addMany: pipelined). The replay on taking
+   * over uses it, so replaying 1,000 objects is a few round trips; without it, one enqueue per key.
+   */
+  enqueueMany?: (fn: string, keys: string[], reason: string) => Promise<void>;
   /** Only the leader enqueues; followers keep their stores warm to take over at once. */
   isLeader: () => boolean;
   log: Logger;
@@ -46,6 +51,9 @@ export interface WatcherOptions {
 }
 
 type GroupTriggers = Array<{ fn: string; trigger: Trigger }>;
+
+/** Objects replayed per batch (their keys go to WatcherOptions.enqueueMany together). */
+const REPLAY_BATCH = 1000;
 
 interface WatchGroup {
   source: WatchSource;
@@ -123,12 +131,22 @@ export class Watcher {
     let n = 0;
     try {
       for (const group of this.groups.values()) {
-        for (const object of group.source.store.list()) {
-          if (!(await this.replayOne(group, object))) {
-            this.opts.log.info({ replayed: n }, 'replay stopped: no longer leading, or stopping');
-            return n;
+        const objects = group.source.store.list();
+        for (let i = 0; i < objects.length; i += REPLAY_BATCH) {
+          const chunk = objects.slice(i, i + REPLAY_BATCH);
+          // Batched when the queue can take many keys at once; a chunk that fails goes again object by
+          // object, with retries and dead-lettering (enqueueing a key twice only coalesces).
+          if (!(await this.replayBatch(group, chunk))) {
+            for (const object of chunk) {
+              if (!(await this.replayOne(group, object))) {
+                this.opts.log.info({ replayed: n }, 'replay stopped: no longer leading, or stopping');
+                return n;
+              }
+              n++;
+            }
+          } else {
+            n += chunk.length;
           }
-          n++;
         }
       }
     } catch (err) {
@@ -150,6 +168,32 @@ export class Watcher {
     this.stopped = true;
     for (const wake of this.wakers) wake();
     await Promise.all([...this.groups.values()].map((g) => g.source.stop()));
+  }
+
+  /**
+   * Enqueues the keys of `objects` (each as a generic event through the group's predicates and mappers)
+   * with one enqueueMany per function and reason. False when it cannot (no enqueueMany, not leading,
+   * stopping) or any of them failed: the caller then replays these objects one by one.
+   */
+  private async replayBatch(group: WatchGroup, objects: KubeObject[]): Promise<boolean> {
+    const many = this.opts.enqueueMany;
+    if (!many || this.stopped || !this.opts.isLeader()) return false;
+    const buckets = new Map<string, { fn: string; reason: string; keys: Set<string> }>();
+    for (const object of objects) {
+      for (const { fn, key, reason } of keysOf(group.triggers, { type: 'generic', object }, this.mapContext, this.opts.log)) {
+        const id = `${fn}\n${reason}`;
+        let bucket = buckets.get(id);
+        if (!bucket) buckets.set(id, (bucket = { fn, reason, keys: new Set() }));
+        bucket.keys.add(key);
+      }
+    }
+    try {
+      for (const { fn, reason, keys } of buckets.values()) await many(fn, [...keys], reason);
+      return true;
+    } catch (err) {
+      this.opts.log.warn({ resource: resourceId(group.resource), objects: objects.length, err: String(err) }, 'replay: a batched enqueue failed; replaying these objects one by one');
+      return false;
+    }
   }
 
   private async replayOne(group: WatchGroup, object: KubeObject): Promise<boolean> {
@@ -237,27 +281,32 @@ export async function dispatchEvent(
   log: Logger,
 ): Promise<void> {
   const failures: unknown[] = [];
+  for (const { fn, key, reason } of keysOf(triggers, event, ctx, log)) {
+    try {
+      await enqueue(fn, key, reason);
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  if (failures.length > 0) throw failures.find((e) => !isTransientSinkError(e)) ?? failures[0];
+}
+
+/** The keys one event asks each trigger's function to reconcile; a trigger that throws is logged and skipped. */
+function keysOf(triggers: GroupTriggers, event: WatchEvent, ctx: MapContext, log: Logger): Array<{ fn: string; key: string; reason: string }> {
+  const out: Array<{ fn: string; key: string; reason: string }> = [];
   for (const { fn, trigger } of triggers) {
-    let keys: string[];
     try {
       if (!passes(trigger.predicate, event)) continue;
-      keys = trigger.map(event, ctx);
+      const reason = `${trigger.resource.kind}:${event.type}`;
+      for (const key of trigger.map(event, ctx)) out.push({ fn, key, reason });
     } catch (err) {
       log.error(
         { function: fn, resource: resourceId(trigger.resource), key: storeKey(event.object), event: event.type, err: err instanceof Error ? (err.stack ?? err.message) : String(err) },
         "a trigger's predicate or mapper threw; this trigger skips the event",
       );
-      continue;
-    }
-    for (const key of keys) {
-      try {
-        await enqueue(fn, key, `${trigger.resource.kind}:${event.type}`);
-      } catch (err) {
-        failures.push(err);
-      }
     }
   }
-  if (failures.length > 0) throw failures.find((e) => !isTransientSinkError(e)) ?? failures[0];
+  return out;
 }
 
 /**
