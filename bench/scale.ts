@@ -25,7 +25,7 @@ import { kubeRequest } from '../kube/raw.js';
 import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { baselineCheckout } from './baseline.js';
-import { buildInformer, compareAt, populate } from './scale/informer-compare.js';
+import { buildInformer, compareAt, compileCheckout, populate } from './scale/informer-compare.js';
 import { runModelServings, type RunResult } from './scale/modelservings.js';
 import { createNamespace } from './scale/observe.js';
 import { sandboxPids } from './scale/procstat.js';
@@ -84,8 +84,12 @@ const results: ScaleResults = {
   sweep: [],
   informer: [],
 };
+// Only the informer comparison (BENCH_SCALE_COUNTS= BENCH_SCALE_SWEEP=): its own file, so the growth and
+// sweep results of the last full run stay.
+const informerOnly = COUNTS.length === 0 && SWEEP.length === 0;
 const write = () => {
   mkdirSync(path.join(here, 'results'), { recursive: true });
+  if (informerOnly) return writeFileSync(path.join(here, 'results/scale-informer.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(path.join(here, 'results/scale.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(path.join(here, 'results/scale.md'), markdown(results));
   writeFileSync(path.join(here, 'results/scale.svg'), plot(results));
@@ -123,6 +127,8 @@ try {
   }
   if (INFORMER_PODS.length > 0) {
     const informer = buildInformer();
+    // The watcher also from the checkout compiled with tsc, as a production image without tsx would run it.
+    const dist = compileCheckout(checkout);
     const namespace = `scale-informer-${Date.now().toString(36)}`;
     await createNamespace(kc, namespace);
     try {
@@ -131,7 +137,7 @@ try {
         const createSeconds = await populate(kc, namespace, SCALE_NODES, have, pods);
         have = pods;
         console.log(`bench: ${pods} Pods Running (+${createSeconds} s)`);
-        results.informer.push(await compareAt(checkout, controlPlane.kubeconfig, informer, pods, createSeconds));
+        results.informer.push(await compareAt(checkout, controlPlane.kubeconfig, informer, pods, createSeconds, dist));
         write();
       }
     } finally {

@@ -2,8 +2,8 @@
 // them), N/10 Deployments (0 replicas) and N/10 headless Services, then the RSS of Ripple's watcher for
 // those kinds (watch-rss.ts) beside a client-go SharedInformerFactory for them (bench/informer/, built
 // from the Go module proxy into .cache/bench/), each its own process, alternating, best of two.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -44,6 +44,19 @@ export function buildInformer(): string {
   const out = path.join(root, '.cache', 'bench', 'informer');
   mkdirSync(path.dirname(out), { recursive: true });
   execFileSync('go', ['build', '-o', out, '.'], { cwd: path.join(root, 'bench', 'informer'), stdio: 'inherit' });
+  return out;
+}
+
+/**
+ * The checkout compiled to JavaScript with its own tsconfig (tsc, emitting into `.cache/dist` inside it),
+ * for the watcher's RSS without the tsx loader. Returns the compiled tree's root. tsc exits non-zero on a
+ * type error but still writes every file; the compiled watch-rss.js must exist.
+ */
+export function compileCheckout(checkout: string): string {
+  const out = path.join(checkout, '.cache', 'dist');
+  const tsc = path.join(root, 'node_modules', '.bin', 'tsc');
+  const run = spawnSync(tsc, ['-p', path.join(checkout, 'tsconfig.json'), '--noEmit', 'false', '--outDir', out, '--rootDir', checkout], { encoding: 'utf8' });
+  if (!existsSync(path.join(out, 'bench', 'scale', 'watch-rss.js'))) throw new Error(`compiling ${checkout} failed: ${run.stdout}${run.stderr}`);
   return out;
 }
 
@@ -116,9 +129,10 @@ export async function populate(kc: KubeConfig, namespace: string, nodes: string[
   return round((nowMs() - t0) / 1000, 1);
 }
 
-export async function compareAt(checkout: string, kubeconfig: string, informer: string, pods: number, createSeconds: number): Promise<CompareResult> {
+export async function compareAt(checkout: string, kubeconfig: string, informer: string, pods: number, createSeconds: number, dist?: string): Promise<CompareResult> {
   const variants: Array<[string, () => Promise<WatchRssSample>]> = [
     ['ripple', () => runChild(process.execPath, ['--import', 'tsx', '--expose-gc', path.join(here, 'watch-rss.ts'), kubeconfig, checkout])],
+    ...(dist ? [['ripple-compiled', () => runChild(process.execPath, ['--expose-gc', path.join(dist, 'bench', 'scale', 'watch-rss.js'), kubeconfig, dist])] as [string, () => Promise<WatchRssSample>]] : []),
     ['client-go', () => runChild(informer, ['-kubeconfig', kubeconfig])],
     ['client-go-stripped', () => runChild(informer, ['-kubeconfig', kubeconfig, '-strip-managed-fields'])],
   ];

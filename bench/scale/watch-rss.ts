@@ -3,7 +3,10 @@
 // built-in function's triggers on Pods, Deployments and Services — the same watches, label selectors
 // and projections the production watcher opens for those kinds — cluster-wide, synced, then its RSS
 // from /proc/self/status before and after forced GCs. Prints one JSON line, the Go side's shape.
-// Ripple's code is the checkout's (argv[3], bench/baseline.ts), not this tree's edits in progress.
+// Ripple's code is the checkout's (argv[3], bench/baseline.ts), not this tree's edits in progress. Compiled
+// (`node --expose-gc DIST/bench/scale/watch-rss.js KUBECONFIG DIST`, DIST being the checkout compiled by
+// informer-compare.ts's compileCheckout) it loads the compiled modules instead, as a production image built
+// with tsc would run: no tsx loader, no TypeScript compiled at start-up.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as FunctionsModule from '../../functions/index.js';
@@ -16,7 +19,8 @@ import { rssMiB } from './procstat.js';
 
 const [kubeconfig, checkout] = process.argv.slice(2);
 if (!kubeconfig || !checkout) throw new Error('usage: watch-rss.ts KUBECONFIG CHECKOUT');
-const load = <T>(file: string) => import(pathToFileURL(path.join(checkout, file)).href) as Promise<T>;
+const compiled = import.meta.url.endsWith('.js');
+const load = <T>(file: string) => import(pathToFileURL(path.join(checkout, compiled ? file.replace(/\.ts$/, '.js') : file)).href) as Promise<T>;
 const { allFunctions } = await load<typeof FunctionsModule>('functions/index.ts');
 const { loadKubeConfig } = await load<typeof ConfigModule>('kube/config.ts');
 const { resourceId, Resources } = await load<typeof ResourcesModule>('kube/resources.ts');
@@ -67,7 +71,7 @@ const heap = process.memoryUsage().heapUsed;
 // Objects held across the stores (a Pod in two watches counts twice, as it is stored twice).
 const stored = sources.reduce((n, lw) => n + lw.store.size, 0);
 process.stdout.write(
-  `${JSON.stringify({ variant: 'ripple', objects: stored, watches: sources.length, rssStartMiB: round1(rssStartMiB), rssSyncMiB: round1(rssSyncMiB), rssGcMiB: round1(self()), heapMiB: round1(heap / 1024 / 1024), syncMs })}\n`,
+  `${JSON.stringify({ variant: compiled ? 'ripple-compiled' : 'ripple', objects: stored, watches: sources.length, rssStartMiB: round1(rssStartMiB), rssSyncMiB: round1(rssSyncMiB), rssGcMiB: round1(self()), heapMiB: round1(heap / 1024 / 1024), syncMs })}\n`,
 );
 await watcher.stop();
 process.exit(0);
