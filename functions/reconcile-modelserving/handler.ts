@@ -25,6 +25,7 @@ import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
 import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.js';
 import type { RoleTransition } from './plan/role-status.js';
 import { roleStore, snapshotsEqual } from './role-store.js';
+import { holdBackMs } from './status-coalesce.js';
 import { invalidSpecStatus, SERVING_GROUPS_CHILD, unifiedStatus, type PreviousState, type UnifiedStatus } from './unified-status.js';
 import type { ClassifiedError } from '../../status/engine.js';
 
@@ -52,6 +53,8 @@ function statusOwner(obj: KubeObject): StatusOwner {
 interface Marked {
   written: WriteTracker;
   save: () => Promise<void>;
+  /** A progress-only status write held back (status-coalesce.ts): come back after this long. */
+  heldBackMs?: number;
 }
 
 /**
@@ -61,6 +64,11 @@ interface Marked {
 function markedStatusPatch(ctx: HandlerContext, obj: KubeObject, marked: Marked): StatusPatch {
   const path = `${objectPath(Resources.modelServing, obj.metadata.namespace, obj.metadata.name)}/status`;
   return async (status, resourceVersion) => {
+    const wait = holdBackMs((obj as Record<string, unknown>).status, status, ctx.now().getTime());
+    if (wait > 0) {
+      marked.heldBackMs = wait;
+      return;
+    }
     const body: Record<string, unknown> = { status };
     if (resourceVersion !== undefined) body.metadata = { resourceVersion };
     try {
@@ -338,6 +346,7 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     taken.length > 0 ? FOREIGN_RECHECK_MS : undefined,
     applied.requeueAfterMs,
     statusWritten.requeueAfterMs,
+    marked.heldBackMs,
   );
   return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
 };
