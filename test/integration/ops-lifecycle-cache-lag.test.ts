@@ -53,6 +53,11 @@ describe('ops-lifecycle: a lagging pod cache is read past, not planned from (sce
       throw new Error(`${String(err)} (serving at ${serving.metadata.resourceVersion}, cache holds ${cache.heldVersion(ref.namespace, ref.name)})`);
     });
 
+    // The worker has planned from the settled pod, as it has once its queue drained: the event of its own last
+    // write is consumed. (A reconcile woken by that event could rightly plan from the held cache, which holds
+    // exactly that write; on a loaded machine its job might still be queued when the hold starts.)
+    await ripple.host.runHandler(def, { key, reason: 'resync', log });
+
     const ops = operationClient({ kc: sb.kc });
     const adapter: OperationAdapter = { id: 'lag', type: 'update', allowMultiType: true };
     proxy.blackhole();
