@@ -18,3 +18,17 @@ export function isNewer(a: string, b: string): boolean {
   if (!isOrdered(a) || !isOrdered(b)) return a !== b;
   return BigInt(a) > BigInt(b);
 }
+
+/**
+ * Whether `a` is certainly newer than `b`: both are etcd revisions and `a` is the larger. `isNewer` answers
+ * "maybe newer" for opaque versions, which is the safe guess when it makes a cache refuse itself; a decision
+ * that *trusts* a cache because it is newer needs this one, or a wrong guess plans from old state.
+ */
+export function isKnownNewer(a: string, b: string): boolean {
+  return isOrdered(a) && isOrdered(b) && BigInt(a) > BigInt(b);
+}
+
+/** Whether `a` is certainly not older than `b`: the same version, or known newer. */
+export function isAtLeast(a: string, b: string): boolean {
+  return a === b || isKnownNewer(a, b);
+}

@@ -40,14 +40,28 @@ describe('cacheIsFreshEnough', () => {
       expect(cacheIsFreshEnough(at('11'), woken, wrote12)).toBe(false);
       expect(cacheIsFreshEnough(at('13'), woken, wrote12)).toBe(true);
     }
-    // Without a write of ours, a resync or a Service/EndpointSlice event takes what the cache holds.
-    expect(cacheIsFreshEnough(at('9'), 'resync', handledAt10)).toBe(true);
+    // Without a record of the Pod, a resync or a Service/EndpointSlice event takes what the cache holds.
+    expect(cacheIsFreshEnough(at('9'), 'resync', undefined)).toBe(true);
     expect(cacheIsFreshEnough(at('9'), 'other', undefined)).toBe(true);
   });
 
-  it('opaque versions are compared for equality only: a different one is never taken for older', () => {
-    expect(cacheIsFreshEnough(at('b'), 'pod', { uid, handled: 'a', echoPending: false })).toBe(true);
+  it('never older than what this process already planned from, whatever woke the reconcile', () => {
+    // The gate written at 20, Ready False at 21 read live (handled 21), then the EndpointSlice's event: the cache
+    // still at 20 would plan from Ready True and grant nothing.
+    const readLive21: HandledPod = { uid, handled: '21', wrote: '20', echoPending: true };
+    for (const woken of ['resync', 'other', 'pod'] as const) expect(cacheIsFreshEnough(at('20'), woken, readLive21)).toBe(false);
+    expect(cacheIsFreshEnough(at('21'), 'other', readLive21)).toBe(true);
+    expect(cacheIsFreshEnough(at('21'), 'resync', readLive21)).toBe(true);
+    expect(cacheIsFreshEnough(at('9'), 'resync', handledAt10)).toBe(false);
+    expect(cacheIsFreshEnough(at('10'), 'resync', handledAt10)).toBe(true);
+  });
+
+  it('opaque versions are trusted only when equal: a different one may be older', () => {
+    expect(cacheIsFreshEnough(at('b'), 'pod', { uid, handled: 'a', echoPending: false })).toBe(false);
+    expect(cacheIsFreshEnough(at('b'), 'resync', { uid, handled: 'a', echoPending: false })).toBe(false);
+    expect(cacheIsFreshEnough(at('a'), 'resync', { uid, handled: 'a', echoPending: false })).toBe(true);
     expect(cacheIsFreshEnough(at('a'), 'pod', { uid, handled: 'a', echoPending: false })).toBe(false);
+    expect(cacheIsFreshEnough(at('a'), 'pod', { uid, handled: 'a', wrote: 'a', echoPending: true })).toBe(true);
   });
 });
 

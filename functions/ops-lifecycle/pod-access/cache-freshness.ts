@@ -11,12 +11,18 @@
  *    exactly the version of its own last write while that write's event is still to come (`echoPending`: the
  *    event of its own write woke it). Anything else, or a Pod this process has no record of, is read live.
  *
- * Reconciles woken by a Service or EndpointSlice event (the Pod did not change) and resync reconciles need only
- * rule 1. What rule 2 cannot see — a later Pod event folded into the same job while the cache is at an earlier
- * one — is covered by the cache bringing the Pod back when it sees a newer version than the one read (pod-cache.ts),
- * and no write can land on a stale plan: each is preconditioned on the version planned from (a 409 re-reads live).
+ * Every reconcile, whatever woke it, also needs the cache to hold at least the version this process last planned
+ * from (`handled`, which covers its own writes): a Service or EndpointSlice changes *because* a Pod did, so a slice
+ * event that comes after a live read of the Pod's newer version must not plan from the version before it (a review
+ * found exactly that: gate written at v20, Ready False at v21 read live, then the slice's event planned from v20 and
+ * granted nothing until the cache caught up). Resync and Service/EndpointSlice reconciles need no more than that.
+ * What this process cannot see — a newer Pod event handled by another worker, or folded into a job woken for
+ * another reason — is covered by the cache bringing the Pod back when it sees a newer version than the one read
+ * (pod-cache.ts), which waits for the cache's own stream; and no write can land on a stale plan: each is
+ * preconditioned on the version planned from (a 409 re-reads live). Versions that cannot be ordered (not etcd
+ * revisions) are trusted only when equal.
  */
-import { isNewer, isOrdered } from '../../../kube/resource-version.js';
+import { isAtLeast, isKnownNewer, isNewer, isOrdered } from '../../../kube/resource-version.js';
 
 /** What woke a reconcile, as far as the Pod cache is concerned. */
 export type WokenBy = 'resync' | 'pod' | 'other';
@@ -48,12 +54,12 @@ export interface HandledPod {
 
 export function cacheIsFreshEnough(cached: { version: string; uid: string | undefined }, woken: WokenBy, seen: HandledPod | undefined): boolean {
   const known = seen !== undefined && seen.uid === cached.uid ? seen : undefined;
-  // Rule 1: never older than our own last write.
-  if (known?.wrote !== undefined && isNewer(known.wrote, cached.version)) return false;
+  // Rule 1, and what we already planned from: never older than either (`handled` is at least our last write).
+  if (known !== undefined && !isAtLeast(cached.version, known.handled)) return false;
   if (woken !== 'pod') return true;
   // Rule 2: the change that woke us must be one the cache has seen.
   if (known === undefined) return false;
-  if (isNewer(cached.version, known.handled)) return true;
+  if (isKnownNewer(cached.version, known.handled)) return true;
   return known.echoPending && cached.version === known.wrote;
 }
 
