@@ -13,7 +13,7 @@ import type { QueueMetrics } from './metrics.js';
 import { withRetries, type RetryPolicy } from './retry.js';
 import { runScript } from './run-script.js';
 import { BULL_FINISH_KEYS, BULL_MOVE_TO_ACTIVE_KEYS } from './bull-scripts.js';
-import { CLAIM, MOVE_TO_ACTIVE_AND_CLAIM, RELEASE, RELEASE_AND_FINISH } from './scripts.js';
+import { CLAIM, MOVE_TO_ACTIVE_AND_CLAIM, RELEASE, RELEASE_AND_FINISH, RENEW } from './scripts.js';
 import { sweepQueue } from './sweep.js';
 import { parseSchedule, RECONCILE_JOB, reconcileJobSchema, RESYNC_JOB, type ScheduleResult, type WorkQueue } from './work-queue.js';
 
@@ -206,7 +206,7 @@ export class KeyedWorker {
     // Usually the script that fetched this job claimed its key already (claimFetched); otherwise CLAIM now.
     const fetched = this.fetchedClaims.get(jobId);
     this.fetchedClaims.delete(jobId);
-    const claimSentAt = fetched?.sentAt ?? Date.now();
+    let claimSentAt = fetched?.sentAt ?? Date.now();
     // A Redis error here (unreachable, READONLY during a failover, OOM) is the queue's, not the handler's:
     // BullMQ retries this job with backoff (its attempts are unbounded), so the key's request is not dropped.
     const verdict = fetched?.verdict ?? parseClaim(await runScript(this.opts.connection, CLAIM, scriptKeys(this.opts.queue.keys), [key, jobId, this.opts.queue.keys.jobKeyPrefix, String(this.leaseMs)]));
@@ -222,6 +222,20 @@ export class KeyedWorker {
       return 'skipped: key is being reconciled elsewhere; it will run again after';
     }
 
+    if (fetched !== undefined && Date.now() - fetched.sentAt > this.leaseMs / 3) {
+      // Claimed when it was fetched, but not started since: BullMQ hands the next job back only after the
+      // previous one's completion (its follow-up, retried while Redis reconnects), and nothing renews the
+      // claim meanwhile. After a lease another worker may hold the key (a review reproduced two handlers at
+      // once this way): confirm the claim, and renew it, before running.
+      const sentAt = Date.now();
+      const held = await runScript(this.opts.connection, RENEW, scriptKeys(this.opts.queue.keys), [key, verdict.token, String(this.leaseMs)]);
+      if (held !== 1) {
+        m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
+        this.opts.log.warn({ key, fencingToken: verdict.token, waitedMs: sentAt - fetched.sentAt }, 'the claim made when this job was fetched was taken over before it started; not running it');
+        return 'fenced: the claim made at fetch was taken over before the job started';
+      }
+      claimSentAt = sentAt;
+    }
     const lease = new ClaimLease(this.opts.connection, this.opts.queue.keys, key, verdict.token, this.leaseMs, claimSentAt, this.opts.log);
     this.leases.set(jobId, lease);
     const reconcileId = randomUUID();
