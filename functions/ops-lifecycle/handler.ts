@@ -92,8 +92,8 @@ async function transitionChecks(ctx: HandlerContext, pod: LifecyclePod, state: P
 
 /**
  * Every reconcile plans from the worker's watched cache of controlled Pods (pod-access/pod-cache.ts) when the
- * cache is fresh enough for what woke it (pod-access/cache-freshness.ts: never older than this process's own last
- * write, and for a Pod event, past what this process last planned from); otherwise it reads the Pod live. So the
+ * cache is fresh enough for what woke it (pod-access/cache-freshness.ts: never older than what this process last
+ * planned from or wrote, and for a Pod event, past it); otherwise it reads the Pod live. So the
  * 60 s resync of an unchanged Pod, and a reconcile woken by a change the cache already holds, make no request. A
  * stale cached Pod can only cost a 409 (every write is preconditioned on the version planned from): the step is
  * then redone once from the live Pod, and a 409 after that propagates like any other.

@@ -9,9 +9,9 @@
  *   stale read can only cost a 409, after which the handler reads the Pod live and plans again;
  * - a cache that is not listed and streaming, or that does not hold the Pod, answers undefined: read live;
  * - it answers only when it is fresh enough for what woke the reconcile (cache-freshness.ts): never older than
- *   this process's own last write of the Pod, and for a reconcile woken by a Pod event, newer than what this
- *   process last planned from (or exactly its own write, whose event woke it). A cache that lags the watcher's
- *   stream is therefore read past, not planned from;
+ *   what this process last planned from or wrote of the Pod, and for a reconcile woken by a Pod event, newer than
+ *   that (or exactly its own write, whose event woke it). A cache that lags the watcher's stream is therefore read
+ *   past, not planned from;
  * - a read can still be followed by a Pod event the keyed queue folded into the same job while the cache was
  *   behind. So an event that passes the function's own trigger predicate, for a Pod read from this cache at an
  *   older version, enqueues that Pod again. Rule 2 of the children cache, without its timer: one extra
