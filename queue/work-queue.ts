@@ -117,9 +117,9 @@ export class WorkQueue {
    * Requests a reconcile of each key now, as add() does for one, in pipelines of ENQUEUE_BATCH scripts:
    * a resync or a watcher's replay of 1,000 objects is three round trips (the first key alone, then two
    * pipelines), not 1,000. Each key's ENQUEUE is the same script as add()'s and runs atomically on its own,
-   * so coalescing, dirty marks and earlier-wins are unchanged; only the waiting between them is gone. Results are in the order of `keys`. A key whose
-   * script failed (after the others were carried out) makes it reject with that key's error; enqueueing
-   * again is safe, as an add of a waiting key coalesces.
+   * so coalescing, dirty marks and earlier-wins are unchanged; only the waiting between them is gone. A key whose
+   * script or follow-up failed makes it reject with the first such error, after every other key was carried
+   * out; enqueueing again is safe, as an add of a waiting key coalesces.
    */
   async addMany(keys: readonly string[], reason = 'resync'): Promise<ScheduleResult[]> {
     throwIfLeaseLost('Redis script');
@@ -128,9 +128,16 @@ export class WorkQueue {
     // The first key on its own through runScript, which loads the script when Redis does not have it
     // (first use, a restart, a failed-over node): the pipelines after it then get no NOSCRIPT.
     out.push(await this.add(keys[0]!, 0, reason));
+    // Every batch is sent even if one failed, so a failure costs only its own keys; the first error is thrown.
+    let failed: unknown;
     for (let i = 1; i < keys.length; i += ENQUEUE_BATCH) {
-      out.push(...(await this.addBatch(keys.slice(i, i + ENQUEUE_BATCH), reason)));
+      try {
+        out.push(...(await this.addBatch(keys.slice(i, i + ENQUEUE_BATCH), reason)));
+      } catch (err) {
+        failed ??= err;
+      }
     }
+    if (failed !== undefined) throw failed;
     return out;
   }
 
@@ -179,8 +186,16 @@ export class WorkQueue {
       }
       this.opts.metrics?.adds.inc({ name: this.name, controller: this.name });
       const result = parseSchedule(replies[i]);
-      // Only a reschedule (moving a pending delayed job earlier) is left to do outside the script.
-      if (!result.added) await this.apply(key, result, reason);
+      // Only a reschedule (moving a pending delayed job earlier) is left to do outside the script. One that
+      // fails must not skip the others: their scripts already lowered the keys' due times, so enqueueing
+      // them again coalesces and would never move their pending jobs.
+      if (!result.added) {
+        try {
+          await this.apply(key, result, reason);
+        } catch (err) {
+          failed ??= err instanceof Error ? err : new Error(String(err));
+        }
+      }
       results.push(result);
     }
     if (failed) throw failed;
