@@ -146,7 +146,7 @@ try {
     }
   }
   write();
-  console.log(`bench: results in ${path.relative(root, path.join(here, 'results/scale.md'))}`);
+  console.log(`bench: results in ${path.relative(root, path.join(here, informerOnly ? 'results/scale-informer.json' : 'results/scale.md'))}`);
 } finally {
   await redis.stop();
   await controlPlane.stop();
