@@ -3,9 +3,9 @@
  * of it — the role-status datastore with its Events, and status (Kthena's fields and conditions beside
  * the shared state engine's phase/Ready/ConfigValid).
  */
-import { MODEL_SERVING_API_VERSION, MODEL_SERVING_KIND, parseModelServing, type ModelServing } from '../../api/modelserving.js';
+import { MODEL_SERVING_API_VERSION, MODEL_SERVING_KIND, type ModelServing } from '../../api/modelserving.js';
 import { z } from 'zod';
-import { kubeObjectSchema, type KubeObject } from '../../kube/object.js';
+import type { KubeObject } from '../../kube/object.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { objectPath, Resources } from '../../kube/resources.js';
 import { TerminalError } from '../../runtime/errors.js';
@@ -19,7 +19,7 @@ import { nextMarks, writeMarksStore, WriteTracker, type WriteMarks } from './wri
 import { drainFollowUp, drainOnDeletion, enrolled, keepDeletionFinalizer, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
 import { isNamespaceTerminating, terminatingMemory } from './namespace-terminating.js';
 import { clusterCapabilities } from './observe.js';
-import { readState, resourceVersionOf } from './read-state.js';
+import { objectOf, parsedOf, readState, resourceVersionOf } from './read-state.js';
 import type { Action, Blocked } from './plan/actions.js';
 import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
 import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.js';
@@ -52,6 +52,7 @@ function statusOwner(obj: KubeObject): StatusOwner {
  */
 interface Marked {
   written: WriteTracker;
+  /** Saved once, when the reconcile ends (whichever way). */
   save: () => Promise<void>;
   /** A progress-only status write held back (status-coalesce.ts): come back after this long. */
   heldBackMs?: number;
@@ -77,8 +78,6 @@ function markedStatusPatch(ctx: HandlerContext, obj: KubeObject, marked: Marked)
       // A 409 wrote nothing; any other failure may have landed without us knowing its version.
       if (!isStatus(err, 409)) marked.written.noteUnknown();
       throw err;
-    } finally {
-      await marked.save();
     }
   };
 }
@@ -218,135 +217,139 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   // Until the children were awaited, a reconcile that listed may not clear an unknown mark (its lists may fail).
   let childrenSeen = false;
   const marked: Marked = { written, save: () => saveMarks(marksStore, marks, listed && childrenSeen, written) };
-  const read = kubeObjectSchema.parse(raw);
-  // The finalizer and the deletion need only metadata, so come before the spec is judged: an invalid spec must not
-  // keep an opted-in ModelServing from being deleted, nor its opt-out from letting go of the finalizer.
-  // Later writes (status) are preconditioned on the resourceVersion the finalizer write left.
-  const obj = { ...read, metadata: await keepDeletionFinalizer(ctx.kc, read) };
-  if (obj.metadata.resourceVersion !== read.metadata.resourceVersion) {
-    written.note('modelservings', obj.metadata.resourceVersion);
-    await marked.save();
-  }
-  // Deleting: an opted-in ModelServing holds its deletion until its pods went through the lifecycle.
-  if (obj.metadata.deletionTimestamp) return drainStep(ctx, config, obj);
-  const parsed = parseModelServing(raw);
-  if (!parsed.ok) return rejectSpec(ctx, obj, parsed.errors, marked);
-  const ms = parsed.value;
-  const uid = ms.metadata.uid ?? '';
-  if (refusedUid !== null && refusedUid === uid) {
-    // Its namespace is being deleted: nothing can be created, and the ModelServing goes next.
-    ctx.log.debug('namespace is being deleted; not reconciling');
-    return;
-  }
-
-  const stored = store.forOwner(loaded, uid);
-  if (stored && stored.outbox.length > 0) {
-    // A previous reconcile saved these and died before they were sent.
-    await announce(ctx, ms, stored.outbox);
-    await store.clearOutbox(stored.seq);
-  }
-  const children = await state.children;
-  childrenSeen = true;
-  const now = ctx.now();
-  const masked = maskLifecycleDeletions(children.pods, now);
-
-  const plan = planModelServing({
-    modelServing: ms,
-    pods: masked.pods,
-    services: children.services,
-    controllerRevisions: children.controllerRevisions,
-    ...(children.podGroups ? { podGroups: children.podGroups } : {}),
-    // An empty or namesake's entry is no snapshot: the planner rebuilds it silently from the pods.
-    ...(stored && (Object.keys(stored.snapshot.roles).length > 0 || Object.keys(stored.snapshot.groups).length > 0)
-      ? { roleStatus: stored.snapshot }
-      : {}),
-    cluster,
-    now,
-    options: { unscheduledAfterSeconds: config.MODELSERVING_UNSCHEDULED_AFTER_SECONDS },
-  });
-  if (plan.warnings.length > 0) ctx.log.info({ warnings: plan.warnings }, 'ModelServing warnings');
-
-  const optedIn = lifecycleOptedIn(ms);
-  const actions: Action[] = [
-    // Deletions already handed to PodOpsLifecycle: driven on until the pods are gone.
-    ...masked.pending.map((p): Action => ({ kind: 'deletePod', name: p.name, uid: p.uid, reason: 'deletion through PodOpsLifecycle' })),
-    ...plan.actions.map((a): Action => (a.kind === 'createPod' ? { ...a, pod: enrolled(a.pod, optedIn) } : a)),
-  ];
-  let applied;
-  try {
-    applied = await applyActions(actions, {
-      written,
-      kc: ctx.kc,
-      namespace,
-      log: ctx.log,
-      now: ctx.now,
-      concurrency: config.MODELSERVING_APPLY_CONCURRENCY,
-      lifecycle: optedIn || masked.pending.length > 0,
-      lifecyclePollMs: config.MODELSERVING_LIFECYCLE_POLL_MS,
-      owner: ms,
-    });
-  } catch (err) {
-    // What went through before the failure is what the next reconcile's cache must have seen.
-    await marked.save();
-    if (err instanceof RejectedChildError) return rejectSpec(ctx, obj, [rejectionProblem(ms, err)], marked);
-    if (err instanceof RefusedChildError) {
-      // A quota, PodSecurity, a webhook or RBAC: status says which and what the API server said; the
-      // queue does not back off on it (nothing changes by retrying sooner), the ModelServing is looked
-      // at again slowly, and the role datastore waits for a plan that went through.
-      const a = err.action;
-      const what = a.kind === 'createPod' ? `pod ${a.pod.metadata?.name ?? ''}` : a.kind === 'createService' ? `Service ${a.service.metadata?.name ?? ''}` : 'a child';
-      const where = err.refusal.class === 'Spec' ? `${templatePath(ms, a)}: ` : '';
-      const u = unifiedStatus(plan.status, plan.problems, children.pods, plan.blocked, previousState(ms));
-      const refused: ClassifiedError = {
-        class: err.refusal.class,
-        reason: err.refusal.reason,
-        child: SERVING_GROUPS_CHILD,
-        message: `${where}the API server refused ${what}: ${err.refusal.message}`,
-      };
-      await writeUnified(ctx, obj, { ...u, input: { ...u.input, errors: [...(u.input.errors ?? []), refused] } }, marked);
-      ctx.log.warn({ refusal: err.refusal }, 'a child was refused; reported on status');
-      return { requeueAfterMs: REFUSAL_RECHECK_MS };
-    }
-    if (isNamespaceTerminating(err)) {
-      await dying.remember(uid);
-      ctx.log.info('namespace is being deleted; no more children are created for this ModelServing');
+  // One save of the marks at the end, whatever the path: a reconcile that dies before it only makes the next
+  // one plan from a cache that may miss these writes, whose creates are then answered 409 (taken as a write of
+  // unknown outcome: that one lists) and whose status write is refused with 409 and retried.
+  const planAndApply = async (): Promise<ReconcileResult | void> => {
+    const read = objectOf(raw);
+    // The finalizer and the deletion need only metadata, so come before the spec is judged: an invalid spec must not
+    // keep an opted-in ModelServing from being deleted, nor its opt-out from letting go of the finalizer.
+    // Later writes (status) are preconditioned on the resourceVersion the finalizer write left.
+    const obj = { ...read, metadata: await keepDeletionFinalizer(ctx.kc, read) };
+    if (obj.metadata.resourceVersion !== read.metadata.resourceVersion) written.note('modelservings', obj.metadata.resourceVersion);
+    // Deleting: an opted-in ModelServing holds its deletion until its pods went through the lifecycle.
+    if (obj.metadata.deletionTimestamp) return drainStep(ctx, config, obj);
+    const parsed = parsedOf(raw);
+    if (!parsed.ok) return rejectSpec(ctx, obj, parsed.errors, marked);
+    const ms = parsed.value;
+    const uid = ms.metadata.uid ?? '';
+    if (refusedUid !== null && refusedUid === uid) {
+      // Its namespace is being deleted: nothing can be created, and the ModelServing goes next.
+      ctx.log.debug('namespace is being deleted; not reconciling');
       return;
     }
-    throw err;
-  }
-  await marked.save();
-  if (actions.length > 0) {
-    const counts: Record<string, number> = {};
-    for (const a of actions) counts[a.kind] = (counts[a.kind] ?? 0) + 1;
-    ctx.log.info({ actions: counts, waitingOnLifecycle: applied.waiting, revision: plan.updateRevision }, 'applied plan');
-  }
 
-  // Only after the actions succeeded: a plan that failed half-way is planned again from the pods.
-  // The datastore (and its Events) and status are independent records of the same plan.
-  const recordRoles = async () => {
-    if (plan.roleTransitions.length === 0 && snapshotsEqual(stored?.snapshot, plan.roleStatus)) return;
-    const seq = await store.save(uid, stored?.seq ?? '', plan.roleStatus, plan.roleTransitions, now);
-    if (seq === undefined) ctx.log.warn('role status was written by another reconcile meanwhile; keeping theirs');
-    else if (plan.roleTransitions.length > 0) {
-      await announce(ctx, ms, plan.roleTransitions);
-      await store.clearOutbox(seq);
+    const stored = store.forOwner(loaded, uid);
+    if (stored && stored.outbox.length > 0) {
+      // A previous reconcile saved these and died before they were sent.
+      await announce(ctx, ms, stored.outbox);
+      await store.clearOutbox(stored.seq);
     }
+    const children = await state.children;
+    childrenSeen = true;
+    const now = ctx.now();
+    const masked = maskLifecycleDeletions(children.pods, now);
+
+    const plan = planModelServing({
+      modelServing: ms,
+      pods: masked.pods,
+      services: children.services,
+      controllerRevisions: children.controllerRevisions,
+      ...(children.podGroups ? { podGroups: children.podGroups } : {}),
+      // An empty or namesake's entry is no snapshot: the planner rebuilds it silently from the pods.
+      ...(stored && (Object.keys(stored.snapshot.roles).length > 0 || Object.keys(stored.snapshot.groups).length > 0)
+        ? { roleStatus: stored.snapshot }
+        : {}),
+      cluster,
+      now,
+      options: { unscheduledAfterSeconds: config.MODELSERVING_UNSCHEDULED_AFTER_SECONDS },
+    });
+    if (plan.warnings.length > 0) ctx.log.info({ warnings: plan.warnings }, 'ModelServing warnings');
+
+    const optedIn = lifecycleOptedIn(ms);
+    const actions: Action[] = [
+      // Deletions already handed to PodOpsLifecycle: driven on until the pods are gone.
+      ...masked.pending.map((p): Action => ({ kind: 'deletePod', name: p.name, uid: p.uid, reason: 'deletion through PodOpsLifecycle' })),
+      ...plan.actions.map((a): Action => (a.kind === 'createPod' ? { ...a, pod: enrolled(a.pod, optedIn) } : a)),
+    ];
+    let applied;
+    try {
+      applied = await applyActions(actions, {
+        written,
+        kc: ctx.kc,
+        namespace,
+        log: ctx.log,
+        now: ctx.now,
+        concurrency: config.MODELSERVING_APPLY_CONCURRENCY,
+        lifecycle: optedIn || masked.pending.length > 0,
+        lifecyclePollMs: config.MODELSERVING_LIFECYCLE_POLL_MS,
+        owner: ms,
+      });
+    } catch (err) {
+      if (err instanceof RejectedChildError) return rejectSpec(ctx, obj, [rejectionProblem(ms, err)], marked);
+      if (err instanceof RefusedChildError) {
+        // A quota, PodSecurity, a webhook or RBAC: status says which and what the API server said; the
+        // queue does not back off on it (nothing changes by retrying sooner), the ModelServing is looked
+        // at again slowly, and the role datastore waits for a plan that went through.
+        const a = err.action;
+        const what = a.kind === 'createPod' ? `pod ${a.pod.metadata?.name ?? ''}` : a.kind === 'createService' ? `Service ${a.service.metadata?.name ?? ''}` : 'a child';
+        const where = err.refusal.class === 'Spec' ? `${templatePath(ms, a)}: ` : '';
+        const u = unifiedStatus(plan.status, plan.problems, children.pods, plan.blocked, previousState(ms));
+        const refused: ClassifiedError = {
+          class: err.refusal.class,
+          reason: err.refusal.reason,
+          child: SERVING_GROUPS_CHILD,
+          message: `${where}the API server refused ${what}: ${err.refusal.message}`,
+        };
+        await writeUnified(ctx, obj, { ...u, input: { ...u.input, errors: [...(u.input.errors ?? []), refused] } }, marked);
+        ctx.log.warn({ refusal: err.refusal }, 'a child was refused; reported on status');
+        return { requeueAfterMs: REFUSAL_RECHECK_MS };
+      }
+      if (isNamespaceTerminating(err)) {
+        await dying.remember(uid);
+        ctx.log.info('namespace is being deleted; no more children are created for this ModelServing');
+        return;
+      }
+      throw err;
+    }
+    if (actions.length > 0) {
+      const counts: Record<string, number> = {};
+      for (const a of actions) counts[a.kind] = (counts[a.kind] ?? 0) + 1;
+      ctx.log.info({ actions: counts, waitingOnLifecycle: applied.waiting, revision: plan.updateRevision }, 'applied plan');
+    }
+
+    // Only after the actions succeeded: a plan that failed half-way is planned again from the pods.
+    // The datastore (and its Events) and status are independent records of the same plan.
+    const recordRoles = async () => {
+      if (plan.roleTransitions.length === 0 && snapshotsEqual(stored?.snapshot, plan.roleStatus)) return;
+      const seq = await store.save(uid, stored?.seq ?? '', plan.roleStatus, plan.roleTransitions, now);
+      if (seq === undefined) ctx.log.warn('role status was written by another reconcile meanwhile; keeping theirs');
+      else if (plan.roleTransitions.length > 0) {
+        await announce(ctx, ms, plan.roleTransitions);
+        await store.clearOutbox(seq);
+      }
+    };
+    // Names someone else's object holds (found by the creates' 409s): on status, and looked at again
+    // slowly, since that object's events do not come to this ModelServing.
+    const taken = applied.taken.map((a) => takenBy(a));
+    if (taken.length > 0) ctx.log.warn({ taken: taken.map((t) => t.message) }, 'names held by objects this ModelServing does not own');
+    const blocked = [...plan.blocked, ...taken];
+    const [statusWritten] = await Promise.all([
+      writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked, previousState(ms)), marked),
+      recordRoles(),
+    ]);
+    const requeueAfterMs = earliest(
+      plan.requeueAfterSeconds === undefined ? undefined : plan.requeueAfterSeconds * 1000,
+      taken.length > 0 ? FOREIGN_RECHECK_MS : undefined,
+      applied.requeueAfterMs,
+      statusWritten.requeueAfterMs,
+      marked.heldBackMs,
+    );
+    return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
   };
-  // Names someone else's object holds (found by the creates' 409s): on status, and looked at again
-  // slowly, since that object's events do not come to this ModelServing.
-  const taken = applied.taken.map((a) => takenBy(a));
-  if (taken.length > 0) ctx.log.warn({ taken: taken.map((t) => t.message) }, 'names held by objects this ModelServing does not own');
-  const blocked = [...plan.blocked, ...taken];
-  const [statusWritten] = await Promise.all([
-    writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked, previousState(ms)), marked),
-    recordRoles(),
-  ]);
-  const requeueAfterMs = earliest(
-    plan.requeueAfterSeconds === undefined ? undefined : plan.requeueAfterSeconds * 1000,
-    taken.length > 0 ? FOREIGN_RECHECK_MS : undefined,
-    applied.requeueAfterMs,
-    statusWritten.requeueAfterMs,
-    marked.heldBackMs,
-  );
-  return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
+  try {
+    return await planAndApply();
+  } finally {
+    await marked.save();
+  }
 };

@@ -3,6 +3,8 @@
  * has seen this function's last writes to them (children-cache.ts, write-marks.ts), else a GET and
  * three LISTs from the API server (observe.ts).
  */
+import { parseModelServing, type ParseResult } from '../../api/modelserving.js';
+import { kubeObjectSchema, type KubeObject } from '../../kube/object.js';
 import type { HandlerContext } from '../../runtime/function.js';
 import { childrenCacheFor } from './children-cache.js';
 import { RECONCILE_MODELSERVING, type ModelServingConfig } from './config.js';
@@ -61,4 +63,39 @@ export async function readState(
   // A rejection of the lists must not go unobserved while the ModelServing is judged.
   void children.catch(() => undefined);
   return { gone: false, raw, listed: true, children };
+}
+
+/** Deep-freezes what is shared between reconciles, so a planner that mutated it would fail loudly, not leak. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+const judged = new WeakMap<object, { read: KubeObject; parsed?: ParseResult }>();
+
+function judgedOf(raw: unknown): { read: KubeObject; parsed?: ParseResult } {
+  if (typeof raw === 'object' && raw !== null) {
+    const known = judged.get(raw);
+    if (known) return known;
+  }
+  const entry: { read: KubeObject; parsed?: ParseResult } = { read: deepFreeze(kubeObjectSchema.parse(raw)) };
+  if (typeof raw === 'object' && raw !== null) judged.set(raw, entry);
+  return entry;
+}
+
+/**
+ * The ModelServing's metadata (`kubeObjectSchema`) and its spec judged (`parseModelServing`), once per object read:
+ * a ModelServing served from the cache is the same object until its next version, and parsing it with zod on every
+ * reconcile was the largest share of the function's own CPU in a converge (bench/README.md, "ModelServing converge").
+ * Both are frozen, since later reconciles of the same version get the same objects.
+ */
+export function objectOf(raw: unknown): KubeObject {
+  return judgedOf(raw).read;
+}
+export function parsedOf(raw: unknown): ParseResult {
+  const entry = judgedOf(raw);
+  return (entry.parsed ??= deepFreeze(parseModelServing(raw)));
 }

@@ -22,14 +22,27 @@ export function withoutRolloutFields(role: Role): Omit<Role, 'replicas' | 'maxUn
   return rest;
 }
 
+/**
+ * Hashes already taken, by the roles they were taken of. A parsed ModelServing is reused (frozen) while its
+ * resourceVersion stays (read-state.ts), and a reconcile asks for the same role's hash once per pod and
+ * instance: canonicalising and hashing each template again was a visible share of a converge's CPU
+ * (bench/README.md, "ModelServing converge"). Keyed by identity, so a changed role is a new object.
+ */
+const revisionMemo = new WeakMap<readonly Role[], string>();
+const roleHashMemo = new WeakMap<Role, string>();
+
 /** The revision of a set of roles: a hash of their templates, in order. */
 export function revisionOf(roles: readonly Role[]): string {
-  return hashOf(roles.map(withoutRolloutFields));
+  let hash = revisionMemo.get(roles);
+  if (hash === undefined) revisionMemo.set(roles, (hash = hashOf(roles.map(withoutRolloutFields))));
+  return hash;
 }
 
 /** The template hash of one role (label `modelserving.volcano.sh/role-template-hash`). */
 export function roleTemplateHash(role: Role): string {
-  return hashOf(withoutRolloutFields(role));
+  let hash = roleHashMemo.get(role);
+  if (hash === undefined) roleHashMemo.set(role, (hash = hashOf(withoutRolloutFields(role))));
+  return hash;
 }
 
 export function hashOf(value: unknown): string {
@@ -121,6 +134,21 @@ export interface KnownRevision {
 const RevisionDataSchema = z.union([z.object({ data: z.array(RoleSchema) }), z.array(RoleSchema)]);
 
 /**
+ * The roles a ControllerRevision keeps, parsed once per object read: a cached one (children-cache.ts) is the
+ * same object until it changes, and its roles (frozen, shared by later reconciles) keep their hashes memoised.
+ */
+const revisionRoles = new WeakMap<object, Role[] | null>();
+function rolesOf(cr: V1ControllerRevision): Role[] | undefined {
+  const known = revisionRoles.get(cr);
+  if (known !== undefined) return known ?? undefined;
+  const parsed = RevisionDataSchema.safeParse(cr.data);
+  const roles = parsed.success ? (Array.isArray(parsed.data) ? parsed.data : parsed.data.data) : null;
+  if (roles) Object.freeze(roles);
+  revisionRoles.set(cr, roles);
+  return roles ?? undefined;
+}
+
+/**
  * Indexes a ModelServing's ControllerRevisions by revision. Revisions whose data does not parse as
  * roles are reported in `unreadable` and otherwise ignored.
  */
@@ -135,12 +163,11 @@ export function indexRevisions(
     if (labels[LABEL_NAME] !== msName) continue;
     const name = labels[LABEL_REVISION] ?? suffixOf(cr.metadata?.name, msName);
     if (!name) continue;
-    const parsed = RevisionDataSchema.safeParse(cr.data);
-    if (!parsed.success) {
+    const roles = rolesOf(cr);
+    if (roles === undefined) {
       unreadable.push(cr.metadata?.name ?? name);
       continue;
     }
-    const roles = Array.isArray(parsed.data) ? parsed.data : parsed.data.data;
     byName.set(name, { name, roles, canonical: revisionOf(roles), object: cr });
   }
   return { byName, unreadable };
