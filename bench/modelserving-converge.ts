@@ -413,6 +413,8 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     await watch.finished;
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
+    // Reconciles that ran to converge (each costs CPU in the queue and Redis even when it sends no API request).
+    const reconcilesToConverge = reconciled;
     const run = { ...counts };
     const runByShape = Object.fromEntries(Object.entries(byShape).sort((a, b) => b[1] - a[1]));
     await stopProfile(profile);
@@ -460,6 +462,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
       startup,
       requests: run,
       requestsByShape: runByShape,
+      reconcilesToConverge,
       total: total(run),
       eventWrites: events,
       resync,
@@ -507,14 +510,14 @@ try {
     if (row.before) {
       const bf = row.before;
       console.log(
-        `round ${r + 1}: ripple before (${BEFORE_REF}) ${bf.seconds}s, ${bf.cpuSeconds} CPU s (${bf.total} requests, ${round(bf.total / COUNT, 1)}/ModelServing; +${bf.eventWrites} Event writes), ratio ${round(bf.seconds / b.seconds, 2)}; ` +
+        `round ${r + 1}: ripple before (${BEFORE_REF}) ${bf.seconds}s, ${bf.cpuSeconds} CPU s (${bf.total} requests, ${round(bf.total / COUNT, 1)}/ModelServing; +${bf.eventWrites} Event writes), ratio ${round(bf.seconds / b.seconds, 2)}, ${bf.reconcilesToConverge} reconciles; ` +
           `steady resync: API server writes ${JSON.stringify(bf.resync.apiserverWrites)}, requests ${total(bf.resync.requests, true)}`,
       );
     }
     console.log(
       `round ${r + 1}: ripple ${rp.seconds}s, ${rp.cpuSeconds} CPU s (${rp.total} requests, ${round(rp.total / COUNT, 1)}/ModelServing; +${rp.eventWrites} Event writes), ` +
         `baseline ${b.seconds}s, ${b.cpuSeconds} CPU s (${b.total} requests), ratio ${round(rp.seconds / b.seconds, 2)}; ` +
-        `${rp.lateEnqueues} late-event enqueues; steady resync of ${rp.resync.reconciled}: API server writes ${JSON.stringify(rp.resync.apiserverWrites)}, requests ${total(rp.resync.requests, true)}`,
+        `${rp.reconcilesToConverge} reconciles, ${rp.lateEnqueues} late-event enqueues; steady resync of ${rp.resync.reconciled}: API server writes ${JSON.stringify(rp.resync.apiserverWrites)}, requests ${total(rp.resync.requests, true)}`,
     );
   }
   const ripples = rounds.map((r) => r.ripple).filter((x) => x !== undefined);
@@ -591,7 +594,9 @@ try {
     last
       ? `Last Ripple round, requests until converged by kind (all ${COUNT} ModelServings): ${Object.entries(last.requests)
           .map(([k, v]) => `${k} ${v}`)
-          .join(', ')} (events: up to convergence; ${last.eventWrites} in all); watcher start-up (not per ModelServing): ${total(last.startup, true)} requests.`
+          .join(', ')} (events: up to convergence; ${last.eventWrites} in all); watcher start-up (not per ModelServing): ${total(last.startup, true)} requests; ${last.reconcilesToConverge} reconciles until converged. By path: ${Object.entries(last.requestsByShape)
+          .map(([k, v]) => `${k} ${v}`)
+          .join('; ')}.`
       : '',
     '',
     'Requests are counted on the process\'s HTTPS client, so they are exactly the requests Ripple\'s watcher, workers and emit-events sent (the',
