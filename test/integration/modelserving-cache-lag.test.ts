@@ -20,7 +20,7 @@ import { TcpProxy } from '../harness/tcp-proxy.js';
 
 const NAME = 'lag';
 /** Pods no scheduler looked at for this long are reported on status: a status write that comes with time alone. */
-const UNSCHEDULED_AFTER_SECONDS = 20;
+const UNSCHEDULED_AFTER_SECONDS = 30;
 
 /** Counts this process's PATCHes of one path that the API server answered, by status code. */
 function countPatches(path: string): { answered: () => Record<number, number>; stop: () => void } {
@@ -110,7 +110,7 @@ describe('ModelServing cache: the function never plans from a ModelServing older
       const held = settled.metadata.resourceVersion;
       proxy.blackhole();
 
-      // The requeue at createdAt + 20 s reports the pod on status: the function's own write, which the held cache misses.
+      // The requeue at createdAt + 30 s reports the pod on status: the function's own write, which the held cache misses.
       const reported = await waitFor('the unscheduled pod reported on status', 90_000, async () => {
         const ms = await mustGetMs(sb, NAME);
         return unscheduledReported(ms) ? ms : undefined;

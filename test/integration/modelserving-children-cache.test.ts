@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChildrenCache, childrenCacheFor, LAG_CHECK_MS } from '../../functions/reconcile-modelserving/children-cache.js';
 import { LABEL_NAME } from '../../functions/reconcile-modelserving/plan/names.js';
+import { msManifest } from '../fixtures/modelserving-fixtures.js';
 import { kubeRequest } from '../../kube/raw.js';
 import { createLogger } from '../../runtime/log.js';
 import { inReconcileScope, throwIfLeaseLost } from '../../runtime/reconcile-scope.js';
@@ -64,6 +65,33 @@ describe('ModelServing children cache', () => {
     // Well past the check for b as well: every enqueue there was.
     await new Promise((r) => setTimeout(r, LAG_CHECK_MS * 2));
     expect(enqueued).toEqual([`${sb.namespace}/a`]);
+  });
+
+  it('serves the ModelServing itself, and brings it back when its spec changes after a read that did not see it', async () => {
+    enqueued.length = 0;
+    const created = (await kubeRequest(sb.kc, `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${sb.namespace}/modelservings`, {
+      method: 'POST',
+      body: msManifest('m', sb.namespace, { replicas: 0 }),
+    })) as { metadata: { resourceVersion: string } };
+    await waitFor('the cache to hold the ModelServing', 30_000, async () => cache.caughtUp({ versions: { modelservings: created.metadata.resourceVersion }, unknown: false }));
+    expect(cache.read('m', enqueue).modelServing?.metadata.resourceVersion).toBe(created.metadata.resourceVersion);
+    // A status-only write (the function's own, say) is not a trigger: nothing is brought back for it.
+    await kubeRequest(sb.kc, `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${sb.namespace}/modelservings/m/status`, {
+      method: 'PATCH',
+      body: { status: { replicas: 0 } },
+      contentType: 'application/merge-patch+json',
+    });
+    // A spec change no read follows (the reconcile the watcher woke for it read before the cache had it) is.
+    const scaled = (await kubeRequest(sb.kc, `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${sb.namespace}/modelservings/m`, {
+      method: 'PATCH',
+      body: { spec: { replicas: 1 } },
+      contentType: 'application/merge-patch+json',
+    })) as { metadata: { resourceVersion: string } };
+    await waitFor('the ModelServing to be brought back for its spec change', 30_000, async () => enqueued.length > 0).catch((err: unknown) => {
+      throw new Error(`${String(err)} (cache holds ${cache.read('m', enqueue).modelServing?.metadata.resourceVersion}, scaled at ${scaled.metadata.resourceVersion})`);
+    });
+    await new Promise((r) => setTimeout(r, LAG_CHECK_MS * 2));
+    expect(enqueued).toEqual([`${sb.namespace}/m`]);
   });
 
   it('outlives the reconcile that started it: that reconcile losing its lease fails none of its lists or enqueues', async () => {
