@@ -53,19 +53,31 @@ interface RippleModules {
   emitEvents: typeof emitEvents;
   FunctionHost: typeof FunctionHost;
   Watcher: typeof Watcher;
+  /** That checkout's worker-local caches (children-cache.ts): their watches outlive the side until stopped. */
+  lateEnqueuesTotal: typeof lateEnqueuesTotal;
+  stopChildrenCaches: typeof stopChildrenCaches;
 }
-const current: RippleModules = { modelServing, emitEvents, FunctionHost, Watcher };
+const current: RippleModules = { modelServing, emitEvents, FunctionHost, Watcher, lateEnqueuesTotal, stopChildrenCaches };
 
 async function modulesAt(root: string): Promise<RippleModules> {
   const load = (file: string) => import(pathToFileURL(path.join(root, file)).href);
-  const [ms, ee, host, watcher] = await Promise.all([
+  const [ms, ee, host, watcher, caches] = await Promise.all([
     load('functions/reconcile-modelserving/definition.ts'),
     load('functions/emit-events/definition.ts'),
     load('runtime/host.ts'),
     load('watcher/watcher.ts'),
+    load('functions/reconcile-modelserving/children-cache.ts').catch(() => ({})),
   ]);
-  // The same exports at another commit: their shapes are this checkout's as far as the benchmark uses them.
-  return { modelServing: ms.definition, emitEvents: ee.definition, FunctionHost: host.FunctionHost, Watcher: watcher.Watcher } as RippleModules;
+  // The same exports at another commit: their shapes are this checkout's as far as the benchmark uses them. A
+  // commit from before the children cache has none to stop.
+  return {
+    modelServing: ms.definition,
+    emitEvents: ee.definition,
+    FunctionHost: host.FunctionHost,
+    Watcher: watcher.Watcher,
+    lateEnqueuesTotal: caches.lateEnqueuesTotal ?? (() => 0),
+    stopChildrenCaches: caches.stopChildrenCaches ?? (async () => undefined),
+  } as RippleModules;
 }
 // Ripple's most requests in flight: reconciles per worker × requests per reconcile's stage.
 const CLIENT_CONCURRENCY = config.MODELSERVING_CONCURRENCY * config.MODELSERVING_APPLY_CONCURRENCY;
@@ -447,8 +459,8 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     };
     await watcher.stop();
     // The workers' cache of ModelServing children (children-cache.ts) watches until stopped.
-    const lateEnqueues = lateEnqueuesTotal();
-    await stopChildrenCaches();
+    const lateEnqueues = mods.lateEnqueuesTotal();
+    await mods.stopChildrenCaches();
     await host.close();
     // The run's queues and datastore, in case the Redis is a shared one (REDIS_URL).
     const cleanup = new Redis(redisUrl);
