@@ -1,7 +1,6 @@
 // Issue 15 scenario 5: an opted-in ModelServing's pods must not die undrained. Pods created before the opt-in
 // carry no control label (and cannot gain the readiness gate in place); they are enrolled when their deletion
 // begins, so a cooperator's protection finalizer holds them like any other pod.
-import https from 'node:https';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definition as opsLifecycle } from '../../functions/ops-lifecycle/definition.js';
@@ -12,6 +11,7 @@ import { kubeRequest } from '../../kube/raw.js';
 import { objectPath, Resources } from '../../kube/resources.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+import { countGets } from '../fixtures/ops-lifecycle-pods.js';
 import { IMAGE_A, createMs, deleteMs, groupOf, listPods, modelServingFunctions, msManifest, patchMs, waitConverged, watchPods, type RoleOptions } from '../fixtures/modelserving-fixtures.js';
 
 const OPERATE = `${LabelPrefix.operate}/modelserving`;
@@ -39,21 +39,6 @@ async function setFinalizers(sb: TestSandbox, pod: string, finalizers: string[])
   const current = await sb.core.readNamespacedPod({ name: pod, namespace: sb.namespace });
   current.metadata = { ...current.metadata, finalizers };
   await sb.core.replaceNamespacedPod({ name: pod, namespace: sb.namespace, body: current });
-}
-
-/** Counts this process's GETs of one object path (every API request goes through https.request). */
-function countGets(pathSuffix: string): { count(): number; stop(): void } {
-  let n = 0;
-  const original = https.request;
-  (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
-    const first: unknown = args[0];
-    if (typeof first === 'object' && first !== null && !(first instanceof URL)) {
-      const o = first as https.RequestOptions;
-      if ((o.method ?? 'GET') === 'GET' && (o.path ?? '').split('?')[0]?.endsWith(pathSuffix)) n++;
-    }
-    return original.apply(this, args);
-  } as typeof https.request;
-  return { count: () => n, stop: () => void ((https as { request: typeof https.request }).request = original) };
 }
 
 describe('ops-lifecycle: opted-in ModelServing pods are drained (scenario 5)', () => {
