@@ -43,7 +43,6 @@ export interface ApplyOptions {
   concurrency: number;
   /** Delete pods through PodOpsLifecycle (the ModelServing opted in). */
   lifecycle: boolean;
-  lifecyclePollMs: number;
   /** The ModelServing: a create answered 409 by an object someone else controls is reported, not counted as done. */
   owner?: ModelServing;
   /**
@@ -202,7 +201,7 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         const r = await deleteThroughLifecycle(
           { kc, now: opts.now },
           { namespace, name: a.name, ...(a.uid ? { uid: a.uid } : {}) },
-          MODELSERVING_DELETE_OPTIONS(opts.lifecyclePollMs),
+          MODELSERVING_DELETE_OPTIONS,
         );
         return r.state === 'waiting' ? { waitMs: r.requeueAfterMs } : {};
       }

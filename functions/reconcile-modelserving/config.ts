@@ -16,8 +16,6 @@ export const modelServingConfigSchema = z.object({
   MODELSERVING_APPLY_CONCURRENCY: z.coerce.number().int().positive().default(8),
   /** Pods no scheduler has looked at for this long are reported on status. */
   MODELSERVING_UNSCHEDULED_AFTER_SECONDS: z.coerce.number().int().positive().default(60),
-  /** While pod deletions wait on PodOpsLifecycle, look again this often. */
-  MODELSERVING_LIFECYCLE_POLL_MS: z.coerce.number().int().positive().default(2_000),
   /**
    * A ModelServing whose deletion has waited this long on pods stuck in PodOpsLifecycle (ops-lifecycle not running,
    * a cooperator that never lets go) gets one Warning Event naming them (lifecycle.ts drainFollowUp).

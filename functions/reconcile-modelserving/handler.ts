@@ -170,7 +170,7 @@ const DRAIN_WARNED_TTL_SECONDS = 7 * 24 * 3600;
 
 /** One step of the drain of a ModelServing being deleted, with one Warning when it has waited too long. */
 async function drainStep(ctx: HandlerContext, config: ModelServingConfig, obj: KubeObject): Promise<ReconcileResult | void> {
-  const waiting = await drainOnDeletion(ctx, obj, config.MODELSERVING_LIFECYCLE_POLL_MS);
+  const waiting = await drainOnDeletion(ctx, obj);
   const next = drainFollowUp(waiting, obj.metadata.deletionTimestamp ?? '', ctx.now(), config.MODELSERVING_DELETION_WARN_AFTER_MS);
   if (next.overdue !== undefined) {
     const key = drainWarnedKey(ctx.prefix, obj.metadata.uid ?? `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
@@ -282,7 +282,6 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
         now: ctx.now,
         concurrency: config.MODELSERVING_APPLY_CONCURRENCY,
         lifecycle: optedIn || masked.pending.length > 0,
-        lifecyclePollMs: config.MODELSERVING_LIFECYCLE_POLL_MS,
         owner: ms,
       });
     } catch (err) {

@@ -25,9 +25,9 @@ export const MODELSERVING_DELETION = deletionAdapter('modelserving');
 
 /**
  * How this function deletes through the lifecycle: its pods' label changes wake it (triggers.ts), so waits on the
- * lifecycle and on cooperators are event-driven; `pollMs` remains only for an operation delay's timer.
+ * lifecycle and on cooperators are event-driven; only an operation delay asks to be run again, when it ends.
  */
-export const MODELSERVING_DELETE_OPTIONS = (pollMs: number) => ({ adapter: MODELSERVING_DELETION, pollMs, wokenByPodEvents: true });
+export const MODELSERVING_DELETE_OPTIONS = { adapter: MODELSERVING_DELETION, wokenByPodEvents: true };
 
 export function lifecycleOptedIn(ms: Pick<OwnerMeta, 'metadata'>): boolean {
   return ms.metadata.annotations?.[LIFECYCLE_OPT_IN_ANNOTATION]?.toLowerCase() === 'true';
@@ -161,7 +161,7 @@ export interface DrainWait {
  * waiting on their lifecycle (none when the drain is over or was never due); drainFollowUp says what to do about
  * them. An opted-out ModelServing's finalizer was already removed by keepDeletionFinalizer.
  */
-export async function drainOnDeletion(deps: { kc: KubeConfig; now: () => Date }, ms: OwnerMeta, pollMs: number): Promise<DrainWait[]> {
+export async function drainOnDeletion(deps: { kc: KubeConfig; now: () => Date }, ms: OwnerMeta): Promise<DrainWait[]> {
   const finalizers = finalizersOf(ms);
   if (!ms.metadata.deletionTimestamp || !lifecycleOptedIn(ms) || !finalizers.includes(LIFECYCLE_DELETION_FINALIZER)) return [];
   const namespace = ms.metadata.namespace ?? '';
@@ -174,7 +174,7 @@ export async function drainOnDeletion(deps: { kc: KubeConfig; now: () => Date },
       const r = await deleteThroughLifecycle(
         deps,
         { namespace, name: p.metadata.name, ...(p.metadata.uid ? { uid: p.metadata.uid } : {}) },
-        MODELSERVING_DELETE_OPTIONS(pollMs),
+        MODELSERVING_DELETE_OPTIONS,
       );
       return r.state === 'waiting' ? { pod: p.metadata.name, stage: r.stage, requeueAfterMs: r.requeueAfterMs } : undefined;
     }),

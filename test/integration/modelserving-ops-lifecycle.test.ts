@@ -56,9 +56,7 @@ describe('ModelServing with PodOpsLifecycle', () => {
 
   beforeAll(async () => {
     sb = await openSandbox('ms-opslc');
-    ripple = await startRipple(sb, modelServingFunctions([opsLifecycle()]), {
-      env: { MODELSERVING_LIFECYCLE_POLL_MS: '500' },
-    });
+    ripple = await startRipple(sb, modelServingFunctions([opsLifecycle()]));
   });
   afterAll(async () => {
     await ripple?.stop();

@@ -47,7 +47,7 @@ describe('ops-lifecycle: opted-in ModelServing pods are drained (scenario 5)', (
 
   beforeAll(async () => {
     sb = await openSandbox('opslc-msdrain');
-    ripple = await startRipple(sb, modelServingFunctions([opsLifecycle()]), { env: { MODELSERVING_LIFECYCLE_POLL_MS: '500' } });
+    ripple = await startRipple(sb, modelServingFunctions([opsLifecycle()]));
   });
   afterAll(async () => {
     await ripple?.stop();
@@ -126,7 +126,7 @@ describe('ops-lifecycle: opted-in ModelServing pods are drained (scenario 5)', (
     // Its group's other pod is not held: let its deletion (and the events it brings) finish first.
     await waitFor('ev-1-main-0-1 gone', 30_000, async () => !(await listPods(sb, 'ev')).some((p) => p.metadata?.name === 'ev-1-main-0-1'));
     await new Promise((r) => setTimeout(r, 1_500)); // the last events' reconciles finish
-    // 6 s of a held deletion (MODELSERVING_LIFECYCLE_POLL_MS is 500 here): a poll would read the pod ~12 times.
+    // 6 s of a held deletion: the 2 s poll this replaced would have read the pod 3 times.
     const gets = countGets(`/namespaces/${sb.namespace}/pods/ev-1-main-0-0`);
     await new Promise((r) => setTimeout(r, 6_000));
     gets.stop();
