@@ -13,7 +13,7 @@ import {
 } from '../../functions/ops-lifecycle/client/index.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { readPod } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
-import { armedPodWakes, stopPodWakes } from '../../functions/ops-lifecycle/pod-access/pod-wake.js';
+import { armedPodWakes, podChanged, stopPodWakes } from '../../functions/ops-lifecycle/pod-access/pod-wake.js';
 import { stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { createLogger } from '../../runtime/log.js';
 import { countGets, createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
@@ -102,9 +102,34 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
       });
       expect(done.how).toBe('deleted');
       await waitFor('the Pod to be gone', 30_000, async () => (await readPod(sb.kc, ref)) === undefined);
+      // The Pod's deletion fires its wake watch, which then closes: none is left open for WAKE_WATCH_MAX_MS.
+      await waitFor('the wake watch to close after the Pod is gone', 30_000, async () => armedPodWakes() === 0).catch((err: unknown) => {
+        throw new Error(`${String(err)} (armed wakes: ${armedPodWakes()})`);
+      });
     } finally {
       gets.stop();
     }
+  });
+
+  it('a Pod deleted before the wake watch first lists it wakes the waiter at that list, not at the fallback, and the watch closes', async () => {
+    await sb.core.createNamespacedPod({
+      namespace: sb.namespace,
+      body: { metadata: { name: 'gone-early' }, spec: { containers: [{ name: 'c', image: 'busybox' }], terminationGracePeriodSeconds: 0 } },
+    });
+    const ref = { namespace: sb.namespace, name: 'gone-early' };
+    // The version the owner planned from, read while the Pod still existed.
+    const stale = await mustReadPod(sb, ref);
+    await sb.core.deleteNamespacedPod({ name: ref.name, namespace: ref.namespace, gracePeriodSeconds: 0 });
+    await waitFor('the Pod to be gone', 30_000, async () => (await readPod(sb.kc, ref)) === undefined);
+    const armedBefore = armedPodWakes();
+    const started = Date.now();
+    // A fallback far past the wait allowed below: only the watch's first list can end this wait in time.
+    const changed = podChanged(sb.kc, stale, log, 300_000);
+    const woke = await Promise.race([changed.then(() => true), sleep(30_000).then(() => false)]);
+    expect(woke, `waited ${Date.now() - started} ms; armed wakes ${armedPodWakes()} (before ${armedBefore})`).toBe(true);
+    await waitFor('the wake watch to close', 30_000, async () => armedPodWakes() === armedBefore).catch((err: unknown) => {
+      throw new Error(`${String(err)} (armed wakes: ${armedPodWakes()}, before ${armedBefore})`);
+    });
   });
 
   it('by default (no option) the waiting answer carries `changed`, which resolves on the pod\'s next change; no GETs while it waits', async () => {

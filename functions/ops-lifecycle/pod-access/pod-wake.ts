@@ -12,7 +12,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { isNewer } from '../../../kube/resource-version.js';
 import { Resources } from '../../../kube/resources.js';
 import type { Logger } from '../../../runtime/log.js';
+import { outsideReconcileScope } from '../../../runtime/reconcile-scope.js';
 import { ListWatch } from '../../../watcher/list-watch.js';
+import { storeKey } from '../../../watcher/store.js';
 import type { LifecyclePod } from './pod.js';
 
 /** A watch nobody re-armed for this long stops even without a change (the owner's fallback takes over). */
@@ -78,11 +80,21 @@ function arm(kc: KubeConfig, pod: LifecyclePod, log: Logger): Armed | undefined 
     existing.expiry.refresh();
     return existing;
   }
+  // The watch, its timers and the owner's callbacks outlive the reconcile that asked (runtime/reconcile-scope.ts):
+  // made inside its scope, a lease lost during the first LIST would abort it and make every later relist throw
+  // LeaseLostError for good, and each re-ask would keep that broken watch alive.
+  return outsideReconcileScope(() => startWatch(kc, pod, log, key, version));
+}
+
+/** Makes and registers the watch of `pod` (called outside any reconcile's scope). */
+function startWatch(kc: KubeConfig, pod: LifecyclePod, log: Logger, key: string, version: string): Armed {
+  const namespace = pod.metadata.namespace ?? '';
   // Set right after the watch is made; its events are delivered asynchronously, never before.
   const slot: { entry?: Armed } = {};
   const fire = (): void => {
     const current = slot.entry;
-    if (current === undefined) return;
+    // Once: a delete seen by the watch and the check after the first list may both find the Pod gone.
+    if (current === undefined || armed.get(key) !== current) return;
     disarm(key, current);
     for (const resolve of [...current.waiters]) resolve();
     current.wake?.().catch((err: unknown) => log.info({ err: String(err), pod: key }, 'waking the owner after a pod change failed'));
@@ -103,7 +115,7 @@ function arm(kc: KubeConfig, pod: LifecyclePod, log: Logger): Armed | undefined 
   });
   const expiry = setTimeout(() => {
     const current = slot.entry;
-    if (current === undefined) return;
+    if (current === undefined || armed.get(key) !== current) return;
     disarm(key, current);
     // Nobody asked again for this long: whoever still awaits reads the Pod again now.
     for (const resolve of [...current.waiters]) resolve();
@@ -111,7 +123,28 @@ function arm(kc: KubeConfig, pod: LifecyclePod, log: Logger): Armed | undefined 
   expiry.unref();
   slot.entry = { watch, version, waiters: new Set(), expiry };
   armed.set(key, slot.entry);
+  void firstListLacksPod(watch, pod, () => armed.get(key) === slot.entry).then((gone) => {
+    if (gone) fire();
+  });
   return slot.entry;
+}
+
+/** How often the check after the first list looks whether the watch has synced. */
+const SYNC_POLL_MS = 100;
+
+/**
+ * Whether the watch's first list found no Pod of `pod`'s uid: a Pod deleted before that list brings no delete
+ * event (the store never held it), so without this its waiter would sleep until the fallback and the watch stay
+ * open until WAKE_WATCH_MAX_MS. False if the watch is disarmed before it syncs.
+ */
+export async function firstListLacksPod(watch: Pick<ListWatch, 'health' | 'store'>, pod: LifecyclePod, live: () => boolean): Promise<boolean> {
+  while (!watch.health().synced) {
+    if (!live()) return false;
+    await new Promise((r) => setTimeout(r, SYNC_POLL_MS).unref());
+  }
+  if (!live()) return false;
+  const held = watch.store.get(storeKey(pod));
+  return held === undefined || held.metadata.uid !== pod.metadata.uid;
 }
 
 /** How many Pods are watched for an owner now (tests check none is left behind). */

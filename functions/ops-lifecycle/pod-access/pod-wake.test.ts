@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { ObjectStore } from '../../../watcher/store.js';
+import { firstListLacksPod } from './pod-wake.js';
+import type { LifecyclePod } from './pod.js';
+
+const pod = (uid: string): LifecyclePod => ({ metadata: { namespace: 'ns', name: 'p', uid, resourceVersion: '5' } }) as LifecyclePod;
+
+/** A watch whose first list has (or has not yet) been delivered into `store`. */
+function watchOf(store: ObjectStore, synced: () => boolean) {
+  return { store, health: () => ({ resource: 'pods', up: true, synced: synced(), relists: 1 }) } as Parameters<typeof firstListLacksPod>[0];
+}
+
+describe('firstListLacksPod (a Pod deleted before the wake watch first lists it)', () => {
+  it('is true after the first list when the store lacks the Pod', async () => {
+    expect(await firstListLacksPod(watchOf(new ObjectStore(), () => true), pod('a'), () => true)).toBe(true);
+  });
+
+  it('is true when the store holds another Pod of that name (another uid)', async () => {
+    const store = new ObjectStore();
+    store.apply('ADDED', pod('b'));
+    expect(await firstListLacksPod(watchOf(store, () => true), pod('a'), () => true)).toBe(true);
+  });
+
+  it('is false when the store holds the Pod itself', async () => {
+    const store = new ObjectStore();
+    store.apply('ADDED', pod('a'));
+    expect(await firstListLacksPod(watchOf(store, () => true), pod('a'), () => true)).toBe(false);
+  });
+
+  it('waits for the first list, and gives up (false) once the watch is disarmed before it syncs', async () => {
+    let synced = false;
+    let live = true;
+    const answer = firstListLacksPod(watchOf(new ObjectStore(), () => synced), pod('a'), () => live);
+    const settled = await Promise.race([answer.then(() => true), new Promise((r) => setTimeout(r, 300)).then(() => false)]);
+    expect(settled).toBe(false);
+    live = false;
+    expect(await answer).toBe(false);
+    // A disarmed watch that syncs later changes nothing.
+    synced = true;
+    expect(await firstListLacksPod(watchOf(new ObjectStore(), () => synced), pod('a'), () => live)).toBe(false);
+  });
+});
