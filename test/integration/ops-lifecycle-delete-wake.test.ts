@@ -1,6 +1,6 @@
 // Issue 15 scenario 7: an owner waiting in deleteThroughLifecycle must not poll its Pod. A watch of exactly that Pod
 // ends the wait when the Pod changes: with `wake` it calls the owner back; by default (no option) the waiting
-// answer's `changed` resolves. While nothing changes the owner is not woken, and its requeue is only the slow
+// answer's `waitForChange()` resolves. While nothing changes the owner is not woken, and its requeue is only the slow
 // fallback, so it makes no repeated GETs of the Pod.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -132,7 +132,7 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
     });
   });
 
-  it('by default (no option) the waiting answer carries `changed`, which resolves on the pod\'s next change; no GETs while it waits', async () => {
+  it('by default (no option) the waiting answer carries `waitForChange`: lazy, resolves on the pod\'s next change, rejects at once on abort; no GETs while it waits', async () => {
     await sb.core.createNamespacedService({ namespace: sb.namespace, body: { metadata: { name: 'held-default' }, spec: { selector: { app: 'held-default' }, ports: [{ port: 80 }] } } });
     const cooperator = cooperatorFor({ kind: 'Service', namespace: sb.namespace, name: 'held-default' });
     const ref = await createControlledPod(sb, 'held-default');
@@ -144,11 +144,14 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
     const settles = (p: Promise<void> | undefined, ms: number) => Promise.race([p?.then(() => true) ?? Promise.resolve(true), sleep(ms).then(() => false)]);
     const gets = countGets(`/namespaces/${ref.namespace}/pods/${ref.name}`);
     try {
+      const armedBefore = armedPodWakes();
       let answer = await ask();
       expect(answer).toMatchObject({ state: 'waiting', stage: 'Begun', requeueAfterMs: 60_000 });
-      // Each answer's `changed` ends with the lifecycle's next step, until it settles in Preparing.
+      // Lazy: an answer nobody awaits opens no watch.
+      expect(armedPodWakes()).toBe(armedBefore);
+      // Each answer's `waitForChange()` ends with the lifecycle's next step, until it settles in Preparing.
       await waitFor('the owner to wait in Preparing', 30_000, async () => {
-        if (answer.state === 'waiting' && !(await settles(answer.changed, 5_000))) return false;
+        if (answer.state === 'waiting' && !(await settles(answer.waitForChange?.(), 5_000))) return false;
         answer = await ask();
         return answer.state === 'waiting' && answer.stage === 'Preparing';
       }).catch((err: unknown) => {
@@ -164,8 +167,24 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
       });
       answer = await ask();
       expect(answer).toMatchObject({ state: 'waiting', stage: 'Preparing' });
-      const changed = answer.state === 'waiting' ? answer.changed : undefined;
-      expect(changed).toBeDefined();
+      const waitForChange = answer.state === 'waiting' ? answer.waitForChange : undefined;
+      expect(waitForChange).toBeDefined();
+      expect(armedPodWakes()).toBe(armedBefore);
+
+      // A handler whose signal aborts stops waiting at once (not at the 60 s fallback), and the watch it opened
+      // closes since nobody else waits on it.
+      const abort = new AbortController();
+      const aborted = waitForChange?.(abort.signal).then(
+        () => 'resolved',
+        (err: unknown) => `rejected: ${String(err)}`,
+      );
+      expect(armedPodWakes()).toBe(armedBefore + 1);
+      abort.abort(new Error('handler aborted'));
+      const outcome = await Promise.race([aborted, sleep(5_000).then(() => 'still waiting after 5 s')]);
+      expect(outcome).toBe('rejected: Error: handler aborted');
+      expect(armedPodWakes()).toBe(armedBefore);
+
+      const changed = waitForChange?.();
       const getsBefore = gets.count();
       // A caller that polled every 2 s would have read the Pod twice in this window.
       expect(await settles(changed, 4_000)).toBe(false);

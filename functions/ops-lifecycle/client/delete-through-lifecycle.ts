@@ -33,7 +33,7 @@ export interface DeleteThroughLifecycleOptions {
   /**
    * Poll instead of waiting on a watch: while waiting on the lifecycle or on cooperators, the answers say to ask
    * again after this long, and no watch is made. Without it (and without `wokenByPodEvents` or `wake`) the wait
-   * is event-driven: the waiting answers carry `changed` and only a slow fallback `requeueAfterMs`.
+   * is event-driven: the waiting answers carry `waitForChange` and only a slow fallback `requeueAfterMs`.
    */
   pollMs?: number;
   /**
@@ -57,7 +57,7 @@ export interface DeleteThroughLifecycleOptions {
   wake?: { onChange: () => Promise<void>; log: Logger; fallbackPollMs?: number };
 }
 
-/** The slow requeue of an owner woken by a watch of its Pod (opts.wake, or the default `changed`), in case that watch is lost. */
+/** The slow requeue of an owner woken by a watch of its Pod (opts.wake, or the default `waitForChange`), in case that watch is lost. */
 export const WAKE_FALLBACK_POLL_MS = 60_000;
 
 let clientLog: Logger | undefined;
@@ -77,15 +77,18 @@ export type DeleteThroughLifecycleResult =
       /**
        * The default, event-driven wait (no `pollMs`, `wokenByPodEvents` or `wake`) while Begun or Preparing:
        * resolves once the Pod changes past the version this answer was made from (a watch of exactly that Pod,
-       * pod-access/pod-wake.ts), or after requeueAfterMs at the latest. Await it, then call again. Never rejects.
+       * pod-access/pod-wake.ts), or after requeueAfterMs at the latest. Lazy: the watch is opened (or joined) only
+       * when this is called, so a caller that just requeues costs none. Await it, then call again. Pass the
+       * handler's signal (ctx.signal): on abort it rejects with the signal's reason at once and lets the watch go
+       * if nobody else waits on it; it never rejects otherwise.
        */
-      changed?: Promise<void>;
+      waitForChange?: (signal?: AbortSignal) => Promise<void>;
     };
 
 /**
  * Deletes a Pod the PodOpsLifecycle way, as one non-blocking step of the owner's reconcile:
  * begin → (wait until allowOps) → delete. Call it until it answers `deleted`; while it answers `waiting`, await its
- * `changed` (the default), or return its requeueAfterMs from a reconcile woken by `wake` or by its Pods' events. Every write is preconditioned (the delete on uid and resourceVersion), so
+ * `waitForChange(ctx.signal)` (the default), or return its requeueAfterMs from a reconcile woken by `wake` or by its Pods' events. Every write is preconditioned (the delete on uid and resourceVersion), so
  * a Pod a cooperator took back in between is not deleted. A Pod without `kusionstack.io/control=true` is enrolled
  * in the same write as begin (opts.uncontrolled).
  */
@@ -98,12 +101,13 @@ export async function deleteThroughLifecycle(
   const mode = opts.wokenByPodEvents ? 'woken' : opts.wake ? 'wake' : opts.pollMs !== undefined ? 'poll' : 'changed';
   const pollMs =
     mode === 'woken' ? Number.POSITIVE_INFINITY : mode === 'wake' ? (opts.wake?.fallbackPollMs ?? WAKE_FALLBACK_POLL_MS) : mode === 'poll' ? (opts.pollMs ?? 2_000) : WAKE_FALLBACK_POLL_MS;
-  // Waiting on a Pod version: with opts.wake its next change wakes the owner; by default the answer carries it.
+  // Waiting on a Pod version: with opts.wake its next change wakes the owner; by default the answer offers to await it.
   const waiting = (pod: LifecyclePod, stage: 'Begun' | 'Preparing'): DeleteThroughLifecycleResult => {
     if (mode === 'wake' && opts.wake) wakeOnPodChange(deps.kc, pod, opts.wake.log, opts.wake.onChange);
     if (mode !== 'changed') return { state: 'waiting', stage, requeueAfterMs: pollMs };
-    const changed = podChanged(deps.kc, pod, (clientLog ??= createLogger('ops-lifecycle-client')), pollMs);
-    return { state: 'waiting', stage, requeueAfterMs: pollMs, changed };
+    const waitForChange = (signal?: AbortSignal): Promise<void> =>
+      podChanged(deps.kc, pod, (clientLog ??= createLogger('ops-lifecycle-client')), pollMs, signal);
+    return { state: 'waiting', stage, requeueAfterMs: pollMs, waitForChange };
   };
   return retryOnConflict(
     `delete through lifecycle ${ref.namespace}/${ref.name}`,

@@ -3,7 +3,7 @@
  * list-watch of exactly that Pod (fieldSelector metadata.name, watcher/list-watch.ts) that calls `wake` once,
  * on the first version newer than the one the owner last read, and then stops. One watch per Pod instance in
  * this process, however often the owner asks while it waits; a newer ask replaces the callback. Callers that
- * await a promise instead (podChanged) each get theirs resolved by the same watch.
+ * await a promise instead (podChanged) each get theirs resolved by the same watch, and may give up on abort.
  *
  * Process-local and best-effort like a connection pool: a watch lost with its process costs only the owner's
  * slow fallback requeue, never a wrong step, since the owner reads the Pod again before it acts.
@@ -51,29 +51,50 @@ export function wakeOnPodChange(kc: KubeConfig, pod: LifecyclePod, log: Logger, 
 /**
  * Resolves when `pod` changes past the version given (or is deleted), or after `fallbackMs` at the latest (the
  * watch could be lost, or the change come from somewhere the watch does not see): the caller reads the Pod again
- * then either way. Never rejects.
+ * then either way. Rejects only when `signal` aborts (with its reason, at once); the watch then stops if nobody
+ * else waits on it.
  */
-export function podChanged(kc: KubeConfig, pod: LifecyclePod, log: Logger, fallbackMs: number): Promise<void> {
-  return new Promise<void>((resolve) => {
+export function podChanged(kc: KubeConfig, pod: LifecyclePod, log: Logger, fallbackMs: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<void>((resolve, reject) => {
     const entry = arm(kc, pod, log);
     if (!entry) return resolve();
-    const done = (): void => {
+    const settle = (): void => {
       clearTimeout(timer);
       entry.waiters.delete(done);
+      signal?.removeEventListener('abort', aborted);
+    };
+    const done = (): void => {
+      settle();
       resolve();
+    };
+    const aborted = (): void => {
+      settle();
+      // A watch nobody waits on any more would only hold a connection until WAKE_WATCH_MAX_MS.
+      const key = keyOf(pod);
+      if (entry.waiters.size === 0 && entry.wake === undefined) disarm(key, entry);
+      reject(abortReason(signal));
     };
     const timer = setTimeout(done, fallbackMs);
     timer.unref();
     entry.waiters.add(done);
+    signal?.addEventListener('abort', aborted, { once: true });
   });
+}
+
+function abortReason(signal: AbortSignal | undefined): unknown {
+  return signal?.reason ?? new Error('aborted');
+}
+
+function keyOf(pod: LifecyclePod): string {
+  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name}/${pod.metadata.uid ?? ''}`;
 }
 
 /** The watch of `pod`, made if none runs, with its version moved to `pod`'s if that is newer. */
 function arm(kc: KubeConfig, pod: LifecyclePod, log: Logger): Armed | undefined {
-  const namespace = pod.metadata.namespace ?? '';
   const version = pod.metadata.resourceVersion;
   if (version === undefined) return undefined;
-  const key = `${namespace}/${pod.metadata.name}/${pod.metadata.uid ?? ''}`;
+  const key = keyOf(pod);
   const existing = armed.get(key);
   if (existing) {
     if (isNewer(version, existing.version)) existing.version = version;
