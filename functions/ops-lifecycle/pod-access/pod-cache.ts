@@ -43,6 +43,8 @@ export class ControlledPodCache {
   private stopped = false;
   /** Per Pod key, what this process's reconciles last planned from and wrote (cache-freshness.ts). */
   private readonly handled = new Map<string, HandledPod>();
+  /** Keys of `handled` the store lacked at the last idle tick (sweepGone). */
+  private goneSuspects = new Set<string>();
   /** Reads the cache answered, reads it refused as not fresh enough, and events that brought a Pod back (for tests and the benchmark). */
   hits = 0;
   behind = 0;
@@ -64,7 +66,8 @@ export class ControlledPodCache {
       onEvent: async (e) => this.onEvent(e),
     });
     this.idle = setInterval(() => {
-      if (Date.now() - this.lastUsed >= IDLE_MS) void this.stop();
+      if (Date.now() - this.lastUsed >= IDLE_MS) return void this.stop();
+      if (this.ready()) this.goneSuspects = sweepGone(this.handled, (key) => this.watch.store.get(key) !== undefined, this.goneSuspects);
     }, IDLE_MS / 5);
     this.idle.unref();
   }
@@ -109,6 +112,11 @@ export class ControlledPodCache {
     this.handled.set(key, afterReconcile(this.handled.get(key), { version, uid: plannedFrom.metadata.uid }, after?.metadata.resourceVersion));
   }
 
+  /** How many Pods this cache keeps a `handled` record of (tests and diagnostics). */
+  handledCount(): number {
+    return this.handled.size;
+  }
+
   /** The version the cache holds of a Pod now, without using it (tests and diagnostics). */
   heldVersion(namespace: string, name: string): string | undefined {
     return this.watch.store.get(`${namespace}/${name}`)?.metadata.resourceVersion;
@@ -139,6 +147,23 @@ export class ControlledPodCache {
     // or the next resync, brings the Pod back then.
     this.enqueue(key).catch((err: unknown) => this.log.info({ err: String(err), pod: key }, 'enqueue after a pod event failed'));
   }
+}
+
+/**
+ * Forgets the `handled` records of Pods the store no longer holds. The delete event drops a Pod's record, but a
+ * reconcile still running then (or one that read the Pod live once its control label was removed) records it
+ * again afterwards, and nothing else would ever drop it. A key is dropped only when the store lacked it at two
+ * ticks in a row, so a Pod this process wrote just before the cache took it in keeps its floor. Returns the keys
+ * missing now for the first time (the next tick's suspects).
+ */
+export function sweepGone(handled: Map<string, unknown>, holds: (key: string) => boolean, suspects: ReadonlySet<string>): Set<string> {
+  const next = new Set<string>();
+  for (const key of [...handled.keys()]) {
+    if (holds(key)) continue;
+    if (suspects.has(key)) handled.delete(key);
+    else next.add(key);
+  }
+  return next;
 }
 
 const caches = new NamespacedCaches<ControlledPodCache>();
