@@ -16,6 +16,7 @@ import { readPod } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
 import { armedPodWakes, podChanged, stopPodWakes } from '../../functions/ops-lifecycle/pod-access/pod-wake.js';
 import { stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { createLogger } from '../../runtime/log.js';
+import { inReconcileScope } from '../../runtime/reconcile-scope.js';
 import { countGets, createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
@@ -130,6 +131,30 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
     await waitFor('the wake watch to close', 30_000, async () => armedPodWakes() === armedBefore).catch((err: unknown) => {
       throw new Error(`${String(err)} (armed wakes: ${armedPodWakes()}, before ${armedBefore})`);
     });
+  });
+
+  it('a wake watch asked for by a reconcile that loses its lease during the first list still fires on the Pod\'s next change', async () => {
+    await sb.core.createNamespacedPod({
+      namespace: sb.namespace,
+      body: { metadata: { name: 'lease-lost' }, spec: { containers: [{ name: 'c', image: 'busybox' }], terminationGracePeriodSeconds: 0 } },
+    });
+    const ref = { namespace: sb.namespace, name: 'lease-lost' };
+    const planned = await mustReadPod(sb, ref);
+    const armedBefore = armedPodWakes();
+    const lease = new AbortController();
+    let changed: Promise<void> | undefined;
+    await inReconcileScope({ signal: lease.signal, token: 'test' }, async () => {
+      changed = podChanged(sb.kc, planned, log, 300_000);
+    });
+    // The reconcile that asked loses its lease at once, while the watch's first LIST is in flight.
+    lease.abort(new Error('lease lost (test)'));
+    await sb.core.patchNamespacedPod({ name: ref.name, namespace: ref.namespace, body: [{ op: 'add', path: '/metadata/labels', value: { touched: 'yes' } }] });
+    const woke = await Promise.race([changed?.then(() => true), sleep(30_000).then(() => false)]);
+    expect(woke, `armed wakes ${armedPodWakes()} (before ${armedBefore})`).toBe(true);
+    await waitFor('the wake watch to close', 30_000, async () => armedPodWakes() === armedBefore).catch((err: unknown) => {
+      throw new Error(`${String(err)} (armed wakes: ${armedPodWakes()}, before ${armedBefore})`);
+    });
+    await sb.core.deleteNamespacedPod({ name: ref.name, namespace: ref.namespace, gracePeriodSeconds: 0 });
   });
 
   it('by default (no option) the waiting answer carries `waitForChange`: lazy, resolves on the pod\'s next change, rejects at once on abort; no GETs while it waits', async () => {
