@@ -1,6 +1,8 @@
+import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../../runtime/log.js';
 import { ObjectStore } from '../../../watcher/store.js';
-import { firstListLacksPod } from './pod-wake.js';
+import { armedPodWakes, firstListLacksPod, podChanged } from './pod-wake.js';
 import type { LifecyclePod } from './pod.js';
 
 const pod = (uid: string): LifecyclePod => ({ metadata: { namespace: 'ns', name: 'p', uid, resourceVersion: '5' } }) as LifecyclePod;
@@ -38,5 +40,14 @@ describe('firstListLacksPod (a Pod deleted before the wake watch first lists it)
     // A disarmed watch that syncs later changes nothing.
     synced = true;
     expect(await firstListLacksPod(watchOf(new ObjectStore(), () => synced), pod('a'), () => live)).toBe(false);
+  });
+});
+
+describe('podChanged with a signal already aborted', () => {
+  it('rejects with the signal\'s reason and opens no watch', async () => {
+    const abort = new AbortController();
+    abort.abort(new Error('handler aborted'));
+    await expect(podChanged(new KubeConfig(), pod('a'), createLogger('test', 'silent'), 60_000, abort.signal)).rejects.toThrow('handler aborted');
+    expect(armedPodWakes()).toBe(0);
   });
 });
