@@ -5,8 +5,6 @@
 // blackholes, so the cache holds the ModelServing as it was while the function's own status write lands: a real
 // lagging stream. A reconcile after that write must not compute status from the held object (it would write again,
 // preconditioned on the held resourceVersion, and be refused with 409 over and over until the cache caught up).
-import https from 'node:https';
-import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childrenCacheFor, stopChildrenCaches, type ChildrenCache } from '../../functions/reconcile-modelserving/children-cache.js';
 import { definition as modelServing, RECONCILE_MODELSERVING } from '../../functions/reconcile-modelserving/definition.js';
@@ -14,6 +12,7 @@ import { definition as emitEvents } from '../../functions/emit-events/definition
 import { objectPath, Resources } from '../../kube/resources.js';
 import { createLogger } from '../../runtime/log.js';
 import { createMs, listPods, msManifest, mustGetMs, type MsRead } from '../fixtures/modelserving-fixtures.js';
+import { countApiRequests } from '../harness/api-requests.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 import { TcpProxy } from '../harness/tcp-proxy.js';
@@ -22,23 +21,6 @@ const NAME = 'lag';
 /** Pods no scheduler looked at for this long are reported on status: a status write that comes with time alone. */
 const UNSCHEDULED_AFTER_SECONDS = 30;
 
-/** Counts this process's PATCHes of one path that the API server answered, by status code. */
-function countPatches(path: string): { answered: () => Record<number, number>; stop: () => void } {
-  const answered: Record<number, number> = {};
-  const original = https.request;
-  (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
-    const req = original.apply(this, args);
-    const first: unknown = args[0];
-    if (typeof first === 'object' && first !== null && !(first instanceof URL)) {
-      const o = first as https.RequestOptions;
-      if (o.method === 'PATCH' && (o.path ?? '').split('?')[0] === path) {
-        req.on('response', (res: IncomingMessage) => void (answered[res.statusCode ?? 0] = (answered[res.statusCode ?? 0] ?? 0) + 1));
-      }
-    }
-    return req;
-  } as typeof https.request;
-  return { answered: () => ({ ...answered }), stop: () => void ((https as { request: typeof https.request }).request = original) };
-}
 
 /** What the cache holds of the ModelServing: its resourceVersion, or undefined. */
 const heldVersion = (cache: ChildrenCache) => cache.read(NAME, async () => undefined).modelServing?.metadata.resourceVersion;
@@ -85,7 +67,7 @@ describe('ModelServing cache: the function never plans from a ModelServing older
 
   it('after its own status write that the held cache has not seen, a reconcile reads the ModelServing live and writes nothing stale', async () => {
     const statusPath = `${objectPath(Resources.modelServing, sb.namespace, NAME)}/status`;
-    const patches = countPatches(statusPath);
+    const patches = countApiRequests('PATCH', (path) => path === statusPath);
     try {
       // One pod for a scheduler that does not run: it stays Pending, unseen, and no pod event comes after its creation.
       const manifest = msManifest(NAME, sb.namespace, { replicas: 1 });

@@ -1,8 +1,6 @@
 // The PodOpsLifecycle deletion finalizer must never make a ModelServing undeletable: an opted-in ModelServing whose
 // spec stopped parsing is still drained and deleted; removing the opt-in while the deletion waits lets it complete;
 // a drain that waits too long says so with one Warning naming the pods and their stage.
-import https from 'node:https';
-import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definition as opsLifecycle } from '../../functions/ops-lifecycle/definition.js';
 import { LabelPrefix, PROTECTION_FINALIZER_PREFIX } from '../../functions/ops-lifecycle/protocol/index.js';
@@ -11,6 +9,7 @@ import { kubeRequest } from '../../kube/raw.js';
 import { objectPath, Resources } from '../../kube/resources.js';
 import { eventsAbout } from '../fixtures/emit-events-cluster.js';
 import { condition, createMs, deleteMs, IMAGE_A, listPods, modelServingFunctions, msManifest, mustGetMs, patchMs, waitConverged, type RoleOptions } from '../fixtures/modelserving-fixtures.js';
+import { countApiRequests } from '../harness/api-requests.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
@@ -41,23 +40,6 @@ async function optedInAndHeld(sb: TestSandbox, name: string): Promise<void> {
   await waitFor(`${name} to hold its deletion finalizer`, 30_000, async () => (await finalizersOf(sb, name))?.includes(LIFECYCLE_DELETION_FINALIZER));
 }
 
-/** Counts this process's status writes to one object path that the API server answered with 409. */
-function countStatusConflicts(pathSuffix: string): { count(): number; stop(): void } {
-  let n = 0;
-  const original = https.request;
-  (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
-    const req = original.apply(this, args);
-    const first: unknown = args[0];
-    if (typeof first === 'object' && first !== null && !(first instanceof URL)) {
-      const o = first as https.RequestOptions;
-      if (o.method === 'PATCH' && (o.path ?? '').split('?')[0]?.endsWith(pathSuffix)) {
-        req.on('response', (res: IncomingMessage) => void (res.statusCode === 409 && n++));
-      }
-    }
-    return req;
-  } as typeof https.request;
-  return { count: () => n, stop: () => void ((https as { request: typeof https.request }).request = original) };
-}
 
 describe('ModelServing deletion finalizer (PodOpsLifecycle opt-in)', () => {
   let sb: TestSandbox;
@@ -82,7 +64,8 @@ describe('ModelServing deletion finalizer (PodOpsLifecycle opt-in)', () => {
   });
 
   it('the status write after adding or removing the finalizer uses the resourceVersion that write left (no 409)', async () => {
-    const conflicts = countStatusConflicts(`${objectPath(Resources.modelServing, sb.namespace, 'rv')}/status`);
+    const statusPath = `${objectPath(Resources.modelServing, sb.namespace, 'rv')}/status`;
+    const conflicts = countApiRequests('PATCH', (path) => path.endsWith(statusPath));
     try {
       await optedInAndHeld(sb, 'rv');
       await patchMs(sb, 'rv', { metadata: { annotations: { [LIFECYCLE_OPT_IN_ANNOTATION]: null } } });
@@ -91,7 +74,7 @@ describe('ModelServing deletion finalizer (PodOpsLifecycle opt-in)', () => {
     } finally {
       conflicts.stop();
     }
-    expect(conflicts.count()).toBe(0);
+    expect(conflicts.answered()[409] ?? 0).toBe(0);
   });
 
   it('a held deletion waits with one Warning naming the pods and stage, and removing the opt-in lets it complete', async () => {
