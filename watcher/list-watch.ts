@@ -306,6 +306,7 @@ export class ListWatch {
             end(line.code === 410 ? new ExpiredError(`watch: 410 Gone: ${line.message ?? 'expired'}`) : new Error(`watch error: ${JSON.stringify(line.raw)}`));
             return;
           case 'bookmark':
+            this.streamCarries();
             last = line.resourceVersion;
             this.resourceVersion = last;
             this.bookmarks++;
@@ -315,6 +316,7 @@ export class ListWatch {
             this.opts.log.warn({ resource: this.id, type, reason: line.reason }, 'watch sent a line this client cannot use; ignored');
             return;
           case 'object': {
+            this.streamCarries();
             if (line.object.metadata.resourceVersion) last = line.object.metadata.resourceVersion;
             this.resourceVersion = last;
             const event = this.store.apply(line.type, this.lean(line.object));
@@ -369,6 +371,14 @@ export class ListWatch {
     if (this.downSince !== undefined) this.opts.log.info({ resource: this.id }, 'watch recovered');
     this.downSince = undefined;
     this.lastError = undefined;
+  }
+
+  /**
+   * A watch that carries a line after a failure is up: waiting for it to end cleanly (its 5–10 min timeout)
+   * kept the watcher's readiness down all that time while it streamed. Cheap when already up (the hot path).
+   */
+  private streamCarries(): void {
+    if (this.downBecause.has('stream')) this.markUp('stream');
   }
 
   private markDown(side: DownSide, err: unknown): void {

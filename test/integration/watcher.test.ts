@@ -210,6 +210,40 @@ describe('watcher', () => {
     }
   });
 
+  it('after a cut connection the watch is up again as soon as the new stream carries a line, not when that stream ends', async () => {
+    const proxy = TcpProxy.forServer(sb.kc);
+    await proxy.start();
+    const seen: string[] = [];
+    const lw = new ListWatch({
+      kc: proxy.kubeConfig(sb.kc),
+      resource: Resources.configMap,
+      namespace: sb.namespace,
+      labelSelector: 'ripple.dev/test=cut-up',
+      log,
+      // Long watches: the reconnected one does not end (cleanly) for a minute.
+      watchTimeoutSeconds: () => 60,
+      backoff: { initialMs: 200, maxMs: 1000, resetAfterMs: 60_000 },
+      onEvent: async (e) => void seen.push(summary(e)),
+    });
+    const cm = (name: string) => ({ metadata: { name, labels: { 'ripple.dev/test': 'cut-up' } } });
+    try {
+      await lw.waitForSync(15_000);
+      proxy.cut();
+      await waitFor('the watch to notice the cut', 15_000, async () => !lw.health().up);
+      proxy.resume();
+      await sb.core.createNamespacedConfigMap({ namespace: sb.namespace, body: cm('after') });
+      await waitFor('the change made after the cut to arrive', 30_000, async () => seen.includes('create:after'));
+      // Within a few seconds of the first line, far from the new watch's end (60 s).
+      await waitFor('the watch to be up again', 5_000, async () => lw.health().up).catch((err: unknown) => {
+        throw new Error(`${String(err)} (health: ${JSON.stringify(lw.health())})`);
+      });
+      expect(lw.health().relists).toBe(1);
+    } finally {
+      await lw.stop();
+      await proxy.stop();
+    }
+  });
+
   it('leader election: a leader whose lease requests hang steps down by its renew deadline', async () => {
     const proxy = TcpProxy.forServer(sb.kc);
     await proxy.start();
