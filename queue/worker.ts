@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DelayedError, raw2NextJobData, UnrecoverableError, Worker, type Job, type RedisClient as BullRedisClient, type Scripts } from 'bullmq';
+import { DelayedError, raw2NextJobData, UnrecoverableError, Worker, type Job, type RedisClient as BullRedisClient } from 'bullmq';
 import { z } from 'zod';
 import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
@@ -98,9 +98,12 @@ class ClaimingWorker extends Worker {
   protected override moveToActive(client: BullRedisClient, token: string, name?: string): Promise<Job> {
     const fetch = this.fetch;
     if (!fetch) return super.moveToActive(client, token, name);
-    // BullMQ's Scripts call `client.runCommand(name, args)`; only moveToActive goes through this one.
-    const composed = { runCommand: (_command: string, args: unknown[]) => fetch(args) };
-    return super.moveToActive(composed as unknown as BullRedisClient, token, name);
+    // BullMQ's Scripts call `client.runCommand(name, args)`; only moveToActive goes through this client, whose
+    // other members are the real one's.
+    const composed = new Proxy<BullRedisClient>(client, {
+      get: (target, prop, receiver) => (prop === 'runCommand' ? (_command: string, args: unknown[]) => fetch(args) : Reflect.get(target, prop, receiver)),
+    });
+    return super.moveToActive(composed, token, name);
   }
 }
 
@@ -308,7 +311,7 @@ export class KeyedWorker {
     const q = this.opts.queue;
     const releaseKeys = q.addingScriptKeys;
     const releaseArgs = [key, token, outcome, String(Math.round(requeueAfterMs)), '0', q.keys.jobKeyPrefix, ...(await q.addArgs(key, outcome === 'requeue' ? 'requeue' : 'dirty'))];
-    const scripts = (job as unknown as { scripts: Scripts }).scripts;
+    const scripts = this.worker.scripts;
     job.moveToCompleted = async (returnValue: unknown, bullToken: string, fetchNext = true) => {
       await this.worker.waitUntilReady();
       const args = scripts.moveToCompletedArgs(job, JSON.stringify(returnValue), job.opts.removeOnComplete ?? false, bullToken, fetchNext);
@@ -326,7 +329,7 @@ export class KeyedWorker {
       if (typeof finished === 'number' && finished < 0) throw scripts.finishedErrors({ code: finished, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
       // As BullMQ's Scripts.moveToFinished answers: [] when no next job (the worker then marks itself drained
       // and resets its delays before blocking for the next one).
-      return raw2NextJobData(typeof finished === 'number' ? (finished as unknown as unknown[]) : finished);
+      return typeof finished === 'number' ? [] : raw2NextJobData(finished);
     };
   }
 

@@ -30,7 +30,7 @@ afterAll(() => redis.disconnect());
 
 /** Counts the writes made on a connection's socket from now on. */
 function countWrites(client: Redis): { readonly writes: number; readonly sent: string[] } {
-  const socket = (client as unknown as { stream: Socket }).stream;
+  const socket = client.stream;
   const counter = { writes: 0, sent: [] as string[] };
   const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
   socket.write = ((...args: unknown[]) => {
