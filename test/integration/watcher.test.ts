@@ -41,6 +41,28 @@ async function compactEtcd(): Promise<void> {
   expect(res.ok).toBe(true);
 }
 
+/**
+ * A watch of this test's ConfigMaps labelled `ripple.dev/test=<label>`, reached through its own TCP proxy so the test
+ * can cut or blackhole the connection; every event is summarised into `seen`.
+ */
+async function proxiedConfigMapWatch(label: string, watchTimeoutSeconds: number) {
+  const proxy = TcpProxy.forServer(sb.kc);
+  await proxy.start();
+  const seen: string[] = [];
+  const lw = new ListWatch({
+    kc: proxy.kubeConfig(sb.kc),
+    resource: Resources.configMap,
+    namespace: sb.namespace,
+    labelSelector: `ripple.dev/test=${label}`,
+    log,
+    watchTimeoutSeconds: () => watchTimeoutSeconds,
+    backoff: { initialMs: 200, maxMs: 1000, resetAfterMs: 60_000 },
+    onEvent: async (e) => void seen.push(summary(e)),
+  });
+  const cm = (name: string) => ({ metadata: { name, labels: { 'ripple.dev/test': label } } });
+  return { proxy, lw, seen, cm };
+}
+
 describe('watcher', () => {
   it('after a cut connection and a forced 410 it relists: changes arrive and vanished objects come out as synthetic deletes', async () => {
     const proxy = TcpProxy.forServer(sb.kc);
@@ -173,22 +195,9 @@ describe('watcher', () => {
   });
 
   it('a watch stuck before response headers (a blackholed connection) is given up on, and recovers once the network does', async () => {
-    const proxy = TcpProxy.forServer(sb.kc);
-    await proxy.start();
-    const seen: string[] = [];
-    const lw = new ListWatch({
-      kc: proxy.kubeConfig(sb.kc),
-      resource: Resources.configMap,
-      namespace: sb.namespace,
-      labelSelector: 'ripple.dev/test=blackhole',
-      log,
-      // The server ends each watch after 2 s, so the next one soon dials into the blackhole; silence is
-      // judged after 2 + 2 s.
-      watchTimeoutSeconds: () => 2,
-      backoff: { initialMs: 200, maxMs: 1000, resetAfterMs: 60_000 },
-      onEvent: async (e) => void seen.push(summary(e)),
-    });
-    const cm = (name: string) => ({ metadata: { name, labels: { 'ripple.dev/test': 'blackhole' } } });
+    // The server ends each watch after 2 s, so the next one soon dials into the blackhole; silence is
+    // judged after 2 + 2 s.
+    const { proxy, lw, seen, cm } = await proxiedConfigMapWatch('blackhole', 2);
     try {
       await lw.waitForSync(15_000);
       await sb.core.createNamespacedConfigMap({ namespace: sb.namespace, body: cm('before') });
@@ -211,21 +220,8 @@ describe('watcher', () => {
   });
 
   it('after a cut connection the watch is up again as soon as the new stream carries a line, not when that stream ends', async () => {
-    const proxy = TcpProxy.forServer(sb.kc);
-    await proxy.start();
-    const seen: string[] = [];
-    const lw = new ListWatch({
-      kc: proxy.kubeConfig(sb.kc),
-      resource: Resources.configMap,
-      namespace: sb.namespace,
-      labelSelector: 'ripple.dev/test=cut-up',
-      log,
-      // Long watches: the reconnected one does not end (cleanly) for a minute.
-      watchTimeoutSeconds: () => 60,
-      backoff: { initialMs: 200, maxMs: 1000, resetAfterMs: 60_000 },
-      onEvent: async (e) => void seen.push(summary(e)),
-    });
-    const cm = (name: string) => ({ metadata: { name, labels: { 'ripple.dev/test': 'cut-up' } } });
+    // Long watches: the reconnected one does not end (cleanly) for a minute.
+    const { proxy, lw, seen, cm } = await proxiedConfigMapWatch('cut-up', 60);
     try {
       await lw.waitForSync(15_000);
       proxy.cut();
