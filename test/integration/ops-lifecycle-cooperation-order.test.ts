@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cooperatorFor, syncCooperation, type LifecycleClientDeps } from '../../functions/ops-lifecycle/client/index.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { readPod } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
-import { createControlledPod, mustReadPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { cleanupWithoutFinalizers, createControlledPod, mustReadPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, type TestSandbox } from '../harness/sandbox.js';
 
@@ -21,16 +21,7 @@ describe('ops-lifecycle: cooperation is finalizer first', () => {
   });
   afterAll(async () => {
     await ripple?.stop();
-    if (sb) {
-      const pods = await sb.core.listNamespacedPod({ namespace: sb.namespace });
-      for (const p of pods.items) {
-        const name = p.metadata?.name;
-        if (name && (p.metadata?.finalizers ?? []).length > 0) {
-          await sb.core.patchNamespacedPod({ name, namespace: sb.namespace, body: [{ op: 'remove', path: '/metadata/finalizers' }] }).catch(() => undefined);
-        }
-      }
-      await sb.cleanup();
-    }
+    await cleanupWithoutFinalizers(sb);
   });
 
   it('the protection finalizer is on the Pod before the cooperator is told to serve it (scenario 4)', async () => {

@@ -16,7 +16,7 @@ import {
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { readPod } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
 import { perIdKey, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
-import { conditionOf, createControlledPod, mustReadPod, sleep, waitPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { cleanupWithoutFinalizers, conditionOf, createControlledPod, mustReadPod, sleep, waitPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
@@ -52,17 +52,7 @@ describe('ops-lifecycle: cooperation controllers on the sandbox', () => {
   });
   afterAll(async () => {
     await ripple?.stop();
-    // Protection finalizers would hold the namespace's deletion forever.
-    if (sb) {
-      const pods = await sb.core.listNamespacedPod({ namespace: sb.namespace });
-      for (const p of pods.items) {
-        const name = p.metadata?.name;
-        if (name && (p.metadata?.finalizers ?? []).length > 0) {
-          await sb.core.patchNamespacedPod({ name, namespace: sb.namespace, body: [{ op: 'remove', path: '/metadata/finalizers' }] }).catch(() => undefined);
-        }
-      }
-      await sb.cleanup();
-    }
+    await cleanupWithoutFinalizers(sb);
   });
 
   it('an operation stays in Preparing until the cooperation controller removes its protection finalizer', async () => {

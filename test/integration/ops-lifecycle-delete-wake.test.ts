@@ -17,7 +17,7 @@ import { armedPodWakes, podChanged, stopPodWakes } from '../../functions/ops-lif
 import { stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { createLogger } from '../../runtime/log.js';
 import { inReconcileScope } from '../../runtime/reconcile-scope.js';
-import { countGets, createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { cleanupWithoutFinalizers, countGets, createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
@@ -40,17 +40,7 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
     await ripple?.stop();
     await stopPodWakes();
     await stopControlledPodCaches();
-    if (sb) {
-      // A protection finalizer left by a failed run would hold the namespace's deletion.
-      const pods = await sb.core.listNamespacedPod({ namespace: sb.namespace });
-      for (const p of pods.items) {
-        const name = p.metadata?.name;
-        if (name && (p.metadata?.finalizers ?? []).length > 0) {
-          await sb.core.patchNamespacedPod({ name, namespace: sb.namespace, body: [{ op: 'remove', path: '/metadata/finalizers' }] }).catch(() => undefined);
-        }
-      }
-      await sb.cleanup();
-    }
+    await cleanupWithoutFinalizers(sb);
   });
 
   it('while a cooperator holds the pod the owner is not woken and makes no GETs; its release wakes the owner once', async () => {

@@ -4,7 +4,7 @@ import { operationClient, type OperationAdapter } from '../../functions/ops-life
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { CONTROL_LABEL, perIdKey, PROTECTION_FINALIZER_PREFIX, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
 import { kubeRequest } from '../../kube/raw.js';
-import { conditionOf, createControlledPod, waitPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { cleanupWithoutFinalizers, conditionOf, createControlledPod, waitPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
@@ -21,14 +21,7 @@ describe('ops-lifecycle: stuck states and leaving the lifecycle', () => {
   });
   afterAll(async () => {
     await ripple?.stop();
-    if (sb) {
-      for (const p of (await sb.core.listNamespacedPod({ namespace: sb.namespace })).items) {
-        if ((p.metadata?.finalizers ?? []).length > 0) {
-          await sb.core.patchNamespacedPod({ name: p.metadata?.name ?? '', namespace: sb.namespace, body: [{ op: 'remove', path: '/metadata/finalizers' }] }).catch(() => undefined);
-        }
-      }
-      await sb.cleanup();
-    }
+    await cleanupWithoutFinalizers(sb);
   });
 
   const mergePatch = (name: string, body: unknown) =>
