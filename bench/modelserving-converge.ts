@@ -31,6 +31,7 @@ import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';
 import { baselineCheckout } from './baseline.js';
+import { requestVerb, type RequestVerb } from './fixtures/request-verb.js';
 import { nowMs, round } from './stats.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -86,24 +87,15 @@ const CLIENT_CONCURRENCY = config.MODELSERVING_CONCURRENCY * config.MODELSERVING
 // Request counting: every API request of this process, by who made it and what kind it was.
 
 const who = new AsyncLocalStorage<'bench'>();
-type Kind = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'update' | 'delete' | 'event';
+type Kind = RequestVerb | 'event';
 let counts: Record<Kind, number> = fresh();
 function fresh(): Record<Kind, number> {
   return { get: 0, list: 0, watch: 0, create: 0, patch: 0, update: 0, delete: 0, event: 0 };
 }
 
 function classify(method: string, pathAndQuery: string): Kind {
-  const [p = '', q = ''] = pathAndQuery.split('?');
-  if (/\/events(\/|$)/.test(p)) return 'event';
-  if (method === 'POST') return 'create';
-  if (method === 'PATCH') return 'patch';
-  if (method === 'PUT') return 'update';
-  if (method === 'DELETE') return 'delete';
-  if (/(^|&)watch=(true|1)/.test(q)) return 'watch';
-  // A collection path ends in a plural; an object path has one more segment.
-  const segments = p.split('/').filter(Boolean);
-  const collection = (segments[0] === 'api' ? segments.length - 2 : segments.length - 3) % 2 === 1;
-  return collection ? 'list' : 'get';
+  if (/\/events(\/|$)/.test(pathAndQuery.split('?')[0] ?? '')) return 'event';
+  return requestVerb(method, pathAndQuery);
 }
 
 /** Requests by method and path shape (names and namespaces elided), to tell which GETs and LISTs a converge makes. */

@@ -28,6 +28,7 @@ import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';
 import { nowMs, round } from './stats.js';
+import { requestVerb, type RequestVerb } from './fixtures/request-verb.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const PODS = Number(process.env.BENCH_PODS ?? 1000);
@@ -38,22 +39,9 @@ const IMAGE = 'registry.k8s.io/pause:3.10';
 // Request counting: every API request of this process that the benchmark did not make itself.
 
 const bench = new AsyncLocalStorage<true>();
-type Verb = 'get' | 'list' | 'watch' | 'create' | 'patch' | 'update' | 'delete';
-let counts: Record<Verb, number> = fresh();
-function fresh(): Record<Verb, number> {
+let counts: Record<RequestVerb, number> = fresh();
+function fresh(): Record<RequestVerb, number> {
   return { get: 0, list: 0, watch: 0, create: 0, patch: 0, update: 0, delete: 0 };
-}
-
-function classify(method: string, pathAndQuery: string): Verb {
-  const [p = '', q = ''] = pathAndQuery.split('?');
-  if (method === 'POST') return 'create';
-  if (method === 'PATCH') return 'patch';
-  if (method === 'PUT') return 'update';
-  if (method === 'DELETE') return 'delete';
-  if (/(^|&)watch=(true|1)/.test(q)) return 'watch';
-  const segments = p.split('/').filter(Boolean);
-  const collection = (segments[0] === 'api' ? segments.length - 2 : segments.length - 3) % 2 === 1;
-  return collection ? 'list' : 'get';
 }
 
 const originalRequest = https.request;
@@ -61,12 +49,12 @@ const originalRequest = https.request;
   const first: unknown = args[0];
   if (bench.getStore() === undefined && typeof first === 'object' && first !== null && !(first instanceof URL)) {
     const opts = first as https.RequestOptions;
-    counts[classify(opts.method ?? 'GET', opts.path ?? '')]++;
+    counts[requestVerb(opts.method ?? 'GET', opts.path ?? '')]++;
   }
   return originalRequest.apply(this, args);
 } as typeof https.request;
 
-const total = (c: Record<Verb, number>) => Object.values(c).reduce((n, v) => n + v, 0);
+const total = (c: Record<RequestVerb, number>) => Object.values(c).reduce((n, v) => n + v, 0);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The API server's count of requests on pods (and pods/status), by verb: any client's. */
