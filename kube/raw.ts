@@ -44,6 +44,8 @@ export interface RawRequest {
   signal?: AbortSignal;
   /** Overrides DEFAULT_REQUEST_TIMEOUT_MS for this call; 0 disables the timeout (the caller's signal bounds it). */
   timeoutMs?: number;
+  /** Extra headers, e.g. `Impersonate-User` to act as another identity the kubeconfig's user may impersonate. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -90,6 +92,7 @@ async function send(
   // applyToFetchOptions returns a Headers object (with the Authorization header); keep it, add ours.
   const headers = new Headers(init.headers);
   headers.set('Accept', req.accept ?? 'application/json');
+  for (const [name, value] of Object.entries(req.headers ?? {})) headers.set(name, value);
   if (req.body !== undefined) {
     headers.set('Content-Type', req.contentType ?? 'application/json');
     init.body = JSON.stringify(req.body);

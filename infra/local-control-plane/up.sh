@@ -101,10 +101,14 @@ launch etcd "$bin/etcd" --name ripple --data-dir "$dir/etcd" \
   --initial-cluster "ripple=http://127.0.0.1:$p_peer" --unsafe-no-fsync --log-level warn
 wait_for etcd 30 curl -fsS "http://127.0.0.1:$p_etcd/health"
 
+# NodeRestriction as on a real cluster (kubeadm enables it): what a kubelet's identity may write is limited, and
+# ops-lifecycle's webhook must leave a kubelet's pods/status writes alone or they are refused. KWOK manages only the
+# nodes annotated below, so a test can own a node and act as its kubelet (impersonating system:node:<name>).
 say "starting kube-apiserver on https://127.0.0.1:$p_api"
 launch kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$p_etcd" \
   --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$p_api" \
   --cert-dir "$dir/certs" --token-auth-file "$dir/tokens.csv" --authorization-mode Node,RBAC \
+  --enable-admission-plugins NodeRestriction \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
   --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
@@ -140,7 +144,7 @@ start_serving kube-controller-manager 'https://127.0.0.1:{PORT}/healthz' "$bin/k
   --horizontal-pod-autoscaler-sync-period 5s  # HPAs (KEDA's end-to-end test) act within seconds, not 15 s
 start_serving kube-scheduler 'https://127.0.0.1:{PORT}/healthz' "$bin/kube-scheduler" --kubeconfig "$dir/kubeconfig" --leader-elect=false \
   --bind-address 127.0.0.1 --secure-port '{PORT}' --authorization-always-allow-paths /healthz,/readyz,/livez,/metrics
-start_serving kwok 'http://127.0.0.1:{PORT}/healthz' "$bin/kwok" --kubeconfig "$dir/kubeconfig" --config "$bin/kwok-stages.yaml" --manage-all-nodes=true \
+start_serving kwok 'http://127.0.0.1:{PORT}/healthz' "$bin/kwok" --kubeconfig "$dir/kubeconfig" --config "$bin/kwok-stages.yaml" --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
   --server-address '127.0.0.1:{PORT}' --node-lease-duration-seconds 40
 
 say "creating $nodes fake nodes"
