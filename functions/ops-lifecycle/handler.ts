@@ -2,6 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { HandlerContext, ReconcileRequest, ReconcileResult } from '../../runtime/function.js';
 import { serviceCooperationEnabled, trafficOffModeOf } from './config.js';
 import { cooperateWithServices } from './service-cooperator/cooperate.js';
+import { finishGraceDelete } from './admission/grace-delete-finish.js';
 import { listPodEndpoints } from './pod-access/endpoint-slices.js';
 import { isConflict, listControlledPods, patchPodMetadata, patchServiceReady, readPod, readServiceSelector } from './pod-access/pod-api.js';
 import { wokenBy } from './pod-access/cache-freshness.js';
@@ -133,6 +134,8 @@ export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Pro
  * Returns the Pod as its last write answered (as read when nothing was written): the cache's next floor.
  */
 async function step(req: ReconcileRequest & { namespace: string }, ctx: HandlerContext, read: LifecyclePod): Promise<LifecyclePod> {
+  // A DELETE GraceDelete refused, now granted operate: the lifecycle deletes the Pod (admission/grace-delete-finish.ts).
+  if (await finishGraceDelete(ctx, read)) return read;
   // The Service cooperator first: the lifecycle then plans from the finalizers it left, in the same reconcile.
   // Turned off, it still releases the finalizers a Pod kept from when it was on (no I/O for a Pod without any).
   const pod = await cooperateWithServices(ctx, read, serviceCooperationEnabled(ctx.env));

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operationClient } from '../../functions/ops-lifecycle/client/index.js';
-import { GRACE_DELETE_ADAPTER } from '../../functions/ops-lifecycle/admission/grace-delete.js';
+import { deletionAdapter, operationClient } from '../../functions/ops-lifecycle/client/index.js';
+import { GRACE_DELETE_ADAPTER, GRACE_DELETE_ANNOTATION } from '../../functions/ops-lifecycle/admission/grace-delete.js';
+import { definition as emitEvents } from '../../functions/emit-events/definition.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { CONTROL_LABEL, Label, perIdKey, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
-import { createControlledPod, labelsOfId, recordPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { createControlledPod, labelsOfId, mustReadPod, recordPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startTestWebhook, type TestWebhook } from '../fixtures/ops-lifecycle-webhook.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
@@ -42,7 +43,7 @@ describe('ops-lifecycle webhook: delete through the lifecycle (GraceDelete) on',
   beforeAll(async () => {
     sb = await openSandbox('opslc-gracedel');
     hook = await startTestWebhook(sb, { graceDelete: { kc: sb.kc } });
-    ripple = await startRipple(sb, [definition({})]);
+    ripple = await startRipple(sb, [definition({}), emitEvents()]);
     await webhookActive(sb);
   });
   afterAll(async () => {
@@ -51,7 +52,7 @@ describe('ops-lifecycle webhook: delete through the lifecycle (GraceDelete) on',
     await sb?.cleanup();
   });
 
-  it('a delete of a serving Pod is refused with a clear message and begins a delete operation; once operate is granted the delete goes through', async () => {
+  it('a delete of a serving Pod is refused with a clear message and begins a delete operation marked as GraceDelete\'s; a retry begins nothing new', async () => {
     const ref = await createControlledPod(sb, 'serving');
     await waitServing(sb, ref);
 
@@ -72,14 +73,67 @@ describe('ops-lifecycle webhook: delete through the lifecycle (GraceDelete) on',
     expect(again?.message).toMatch(/deletion is underway through PodOpsLifecycle/);
     const afterRetry = (await sb.core.readNamespacedPod({ name: 'serving', namespace: sb.namespace })).metadata?.labels ?? {};
     expect(afterRetry[perIdKey('operating', GRACE_DELETE_ADAPTER.id)], 'the same delete round').toBe(begunAt);
-    const ops = operationClient({ kc: sb.kc });
-    await waitFor('the delete operation to be granted operate', 60_000, async () => (await ops.allowOps(ref, GRACE_DELETE_ADAPTER)).allowed);
+    expect(pod.metadata?.annotations?.[GRACE_DELETE_ANNOTATION], 'the round is marked as GraceDelete\'s').toBe(begunAt);
+  });
 
-    expect(await deleteError(sb, 'serving'), 'the delete once granted').toBeUndefined();
-    await waitFor('the Pod to be gone', 60_000, async () => {
-      const found = await sb.core.readNamespacedPod({ name: 'serving', namespace: sb.namespace }).catch(() => undefined);
-      return found === undefined || found.metadata?.deletionTimestamp !== undefined;
-    });
+  it('one DELETE by the user: once the lifecycle grants operate to the round GraceDelete began, the lifecycle deletes the Pod (no second DELETE)', async () => {
+    const ref = await createControlledPod(sb, 'once');
+    await waitServing(sb, ref);
+    const rec = await recordPod(sb, 'once');
+    try {
+      const refused = await deleteError(sb, 'once');
+      expect(refused?.message, 'the one DELETE is refused').toMatch(/deletion is underway through PodOpsLifecycle/);
+      // No further DELETE from the test: the lifecycle drains the Pod, grants operate, and deletes it itself.
+      await waitFor('the lifecycle to delete the Pod', 90_000, async () => {
+        const found = await sb.core.readNamespacedPod({ name: 'once', namespace: sb.namespace }).catch(() => undefined);
+        return found === undefined || found.metadata?.deletionTimestamp !== undefined;
+      }).catch(async (err: unknown) => {
+        const last = rec.snapshots.at(-1);
+        throw new Error(`${String(err)} (last seen: rv ${last?.resourceVersion}, deleting ${String(last?.deleting)}, labels ${JSON.stringify(labelsOfId(last?.labels ?? {}, GRACE_DELETE_ADAPTER.id))}, ready ${String(last?.ready)})`);
+      });
+      // Deleted only after operate: every version before the first deleting one is in service or draining, never deleted early.
+      const firstDeleting = rec.snapshots.findIndex((s) => s.deleting);
+      const before = firstDeleting === -1 ? rec.snapshots : rec.snapshots.slice(0, firstDeleting);
+      expect(before.some((s) => perIdKey('operate', GRACE_DELETE_ADAPTER.id) in s.labels), 'operate was granted before the delete').toBe(true);
+      let reasons: string[] = [];
+      await waitFor('an Event saying why the lifecycle deleted the Pod', 30_000, async () => {
+        const events = await sb.core.listNamespacedEvent({ namespace: sb.namespace, fieldSelector: 'involvedObject.name=once' });
+        reasons = events.items.map((e) => e.reason ?? '');
+        return reasons.includes('GraceDeleted');
+      }).catch((err: unknown) => {
+        throw new Error(`${String(err)} (event reasons seen: ${JSON.stringify(reasons)})`);
+      });
+    } finally {
+      rec.stop();
+    }
+  });
+
+  it('a pod-delete round the user began (not GraceDelete) is never deleted by the lifecycle; the user\'s DELETE goes through once operate is granted', async () => {
+    const ref = await createControlledPod(sb, 'users-own');
+    await waitServing(sb, ref);
+    const rec = await recordPod(sb, 'users-own');
+    try {
+      const ops = operationClient({ kc: sb.kc });
+      // The same ID and type as GraceDelete's, begun by the user's own controller: no GraceDelete mark.
+      await ops.begin(ref, deletionAdapter(GRACE_DELETE_ADAPTER.id, 'delete'));
+      await waitFor('the delete operation to be granted operate', 60_000, async () => (await ops.allowOps(ref, GRACE_DELETE_ADAPTER)).allowed);
+      // Wait until the lifecycle has nothing left to write; had it meant to delete, it would have by then.
+      await waitFor('the lifecycle to have nothing left to write', 60_000, async () => {
+        const v = (await mustReadPod(sb, ref)).metadata.resourceVersion;
+        await sleep(3_000);
+        return (await mustReadPod(sb, ref)).metadata.resourceVersion === v;
+      });
+      for (const s of rec.snapshots) expect(s.deleting, `rv ${s.resourceVersion} deleting`).toBe(false);
+      expect((await mustReadPod(sb, ref)).metadata.annotations?.[GRACE_DELETE_ANNOTATION]).toBeUndefined();
+
+      expect(await deleteError(sb, 'users-own'), 'the delete once granted').toBeUndefined();
+      await waitFor('the Pod to be gone', 60_000, async () => {
+        const found = await sb.core.readNamespacedPod({ name: 'users-own', namespace: sb.namespace }).catch(() => undefined);
+        return found === undefined || found.metadata?.deletionTimestamp !== undefined;
+      });
+    } finally {
+      rec.stop();
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { CONTROL_LABEL, Label, perIdKey, podState, SERVICE_READY_CONDITION, type PodState } from '../protocol/index.js';
-import { GRACE_DELETE_ADAPTER, graceDeleteVerdict, graceDeleteWebhook } from './grace-delete.js';
+import { begin, CONTROL_LABEL, Label, perIdKey, podState, SERVICE_READY_CONDITION, undo, type PodState } from '../protocol/index.js';
+import { GRACE_DELETE_ADAPTER, GRACE_DELETE_ANNOTATION, graceDeleteDue, graceDeleteVerdict, graceDeleteWebhook } from './grace-delete.js';
 
 const NOW = 1_800_000_000_000_000_000n;
 const TS = '1799999999000000000';
@@ -21,6 +21,13 @@ describe('graceDeleteVerdict', () => {
     expect(first.allow ? '' : first.message).toMatch(/pod deletion is underway through PodOpsLifecycle \(lifecycle pod-delete, type delete\)/);
     const begun = serving({ labels: { ...serving().labels, [perIdKey('operating', id)]: TS, [perIdKey('operationType', id)]: 'delete' } });
     expect(graceDeleteVerdict(begun, NOW)).toMatchObject({ allow: false, begin: false });
+    // The round it begins is deleted by the lifecycle; a user's own pod-delete round (no mark) is the user's to delete.
+    expect(first.allow ? '' : first.message).toMatch(/the lifecycle deletes it once operate\.podopslifecycle\.kusionstack\.io\/pod-delete is on it/);
+    const verdictOf = (annotations: Record<string, string>) => graceDeleteVerdict({ ...begun, annotations }, NOW);
+    const marked = verdictOf({ [GRACE_DELETE_ANNOTATION]: TS });
+    expect(marked.allow ? '' : marked.message).toMatch(/the lifecycle deletes it/);
+    const users = verdictOf({});
+    expect(users.allow ? '' : users.message).toMatch(/delete it again once operate\.podopslifecycle\.kusionstack\.io\/pod-delete is on it/);
   });
 
   it('names the protection finalizers it waits for', () => {
@@ -52,6 +59,46 @@ describe('graceDeleteVerdict', () => {
     expect(graceDeleteVerdict(serving({ conditions: [{ type: 'Ready', status: 'False' }] }), NOW)).toEqual({ allow: true, why: 'out of service' });
     // Not Ready, but a cooperator still holds it: it goes through the lifecycle.
     expect(graceDeleteVerdict(serving({ conditions: [], finalizers: ['prot.podopslifecycle.kusionstack.io/lb'] }), NOW)).toMatchObject({ allow: false, begin: true });
+  });
+});
+
+describe('graceDeleteDue (the lifecycle deletes for the refused caller)', () => {
+  const round = (extra: Record<string, string>, annotations: Record<string, string> = { [GRACE_DELETE_ANNOTATION]: TS }) =>
+    serving({
+      labels: { [CONTROL_LABEL]: 'true', [perIdKey('operating', id)]: TS, [perIdKey('operationType', id)]: 'delete', ...extra },
+      annotations,
+    });
+
+  it('is due once the round GraceDelete began holds operate, and not before', () => {
+    expect(graceDeleteDue(round({}), NOW)).toBe(false);
+    expect(graceDeleteDue(round({ [perIdKey('preparing', id)]: TS }), NOW)).toBe(false);
+    expect(graceDeleteDue(round({ [perIdKey('operate', id)]: TS }), NOW)).toBe(true);
+  });
+
+  it('never for a round GraceDelete did not begin: no mark, or a mark naming an earlier round', () => {
+    expect(graceDeleteDue(round({ [perIdKey('operate', id)]: TS }, {}), NOW)).toBe(false);
+    expect(graceDeleteDue(round({ [perIdKey('operate', id)]: TS }, { [GRACE_DELETE_ANNOTATION]: '1700000000000000000' }), NOW)).toBe(false);
+    // Another ID of type delete (deleteThroughLifecycle's owner deletes its own Pods).
+    const other = serving({
+      labels: { [CONTROL_LABEL]: 'true', [perIdKey('operating', 'modelserving')]: TS, [perIdKey('operationType', 'modelserving')]: 'delete', [perIdKey('operate', 'modelserving')]: TS },
+      annotations: { [GRACE_DELETE_ANNOTATION]: TS },
+    });
+    expect(graceDeleteDue(other, NOW)).toBe(false);
+  });
+
+  it('not for a Pod already being deleted, nor once the round is finished', () => {
+    expect(graceDeleteDue({ ...round({ [perIdKey('operate', id)]: TS }), deleting: true }, NOW)).toBe(false);
+    const finished = serving({ labels: { [CONTROL_LABEL]: 'true', [perIdKey('operationType', id)]: 'delete', [perIdKey('operate', id)]: TS }, annotations: { [GRACE_DELETE_ANNOTATION]: TS } });
+    expect(graceDeleteDue(finished, NOW)).toBe(false);
+  });
+
+  it('the adapter marks the round with its operating timestamp on begin and takes the mark back on undo', () => {
+    const begun = begin({ labels: { [CONTROL_LABEL]: 'true' }, annotations: {} }, GRACE_DELETE_ADAPTER, { now: NOW });
+    expect(begun.annotations[GRACE_DELETE_ANNOTATION]).toBe(begun.labels[perIdKey('operating', id)]);
+    expect(begun.labels).toHaveProperty(Label.preparingToDelete);
+    const undone = undo({ labels: begun.labels, annotations: begun.annotations }, GRACE_DELETE_ADAPTER, { now: NOW });
+    expect(undone.annotations).not.toHaveProperty(GRACE_DELETE_ANNOTATION);
+    expect(undone.labels).not.toHaveProperty(Label.preparingToDelete);
   });
 });
 

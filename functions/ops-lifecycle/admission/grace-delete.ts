@@ -5,6 +5,7 @@ import { deletionAdapter } from '../client/delete-through-lifecycle.js';
 import { operationClient } from '../client/operation.js';
 import {
   allowOps,
+  clearPreparingToDelete,
   CONTROL_LABEL,
   CONTROL_LABEL_VALUE,
   hasServiceReadyGate,
@@ -12,15 +13,64 @@ import {
   isControlled,
   isDuringOps,
   isPodReady,
+  markPreparingToDelete,
   nanosFromDate,
+  OperationTypes,
+  perIdKey,
   protectionFinalizers,
+  type MetadataHook,
+  type OperationAdapter,
   type PodState,
   type UnixNanos,
 } from '../protocol/index.js';
 import { admittedPodSchema, admittedPodState } from './admitted-pod.js';
 
-/** kuperator's PodDeletion adapter: ID `pod-delete`, type `delete`, preparing-to-delete marked on begin. */
-export const GRACE_DELETE_ADAPTER = deletionAdapter('pod-delete', 'delete');
+/**
+ * Marks a `pod-delete` round as begun by GraceDelete (kuperator marks its PodDeletion rounds by who begins them;
+ * Ripple needs a mark on the Pod, since the lifecycle function that finishes the delete is another process): the
+ * value is the round's `operating` timestamp, so the mark names that round only. A user's own `pod-delete` round,
+ * or one begun after GraceDelete's was undone by a client that left the annotation behind, carries another
+ * timestamp and is never deleted by Ripple.
+ */
+export const GRACE_DELETE_ANNOTATION = 'ops-lifecycle.ripple.dev/grace-delete';
+
+const POD_DELETE_ID = 'pod-delete';
+
+const markGraceDelete: MetadataHook = (draft) => {
+  const begunAt = draft.labels[perIdKey('operating', POD_DELETE_ID)];
+  if (begunAt !== undefined) draft.annotations[GRACE_DELETE_ANNOTATION] = begunAt;
+};
+
+const clearGraceDelete: MetadataHook = (draft) => {
+  delete draft.annotations[GRACE_DELETE_ANNOTATION];
+};
+
+/**
+ * kuperator's PodDeletion adapter (ID `pod-delete`, type `delete`, preparing-to-delete marked on begin), plus
+ * Ripple's mark of the round (GRACE_DELETE_ANNOTATION), taken back on undo like preparing-to-delete.
+ */
+export const GRACE_DELETE_ADAPTER = {
+  ...deletionAdapter(POD_DELETE_ID, 'delete'),
+  whenBegin: (draft, ctx) => {
+    markPreparingToDelete(draft, ctx);
+    markGraceDelete(draft, ctx);
+  },
+  whenUndo: (draft, ctx) => {
+    clearPreparingToDelete(draft, ctx);
+    clearGraceDelete(draft, ctx);
+  },
+} satisfies OperationAdapter;
+
+/**
+ * Whether the lifecycle should now delete this Pod for the caller whose DELETE GraceDelete refused (pure): its
+ * `pod-delete` round is the one GraceDelete began (GRACE_DELETE_ANNOTATION names its `operating` timestamp), runs
+ * type `delete`, and holds `operate`; the Pod is not already being deleted. kuperator's PodDeletion controller
+ * deletes it at that point; without this the caller had to delete again.
+ */
+export function graceDeleteDue(pod: PodState, now: UnixNanos): boolean {
+  if (pod.deleting || !isGraceDeleteRound(pod)) return false;
+  return allowOps(pod, { id: POD_DELETE_ID, type: OperationTypes.delete }, { now }).allowed;
+}
 
 export type GraceDeleteVerdict =
   | { allow: true; why: 'not controlled' | 'no service-ready gate' | 'granted' | 'out of service' }
@@ -46,13 +96,23 @@ export function graceDeleteVerdict(pod: PodState, now: UnixNanos): GraceDeleteVe
   if (!begun && holding.length === 0 && !isPodReady(pod)) return { allow: true, why: 'out of service' };
   const waiting = holding.length > 0 ? `, waiting for the protection finalizers ${holding.join(', ')}` : '';
   const id = deletes[0] ?? GRACE_DELETE_ADAPTER.id;
+  // The round this refusal begins, or one it began before, is finished by the lifecycle (graceDeleteDue); any
+  // other delete round belongs to its operator, which deletes the Pod itself.
+  const lifecycleDeletes = !begun || isGraceDeleteRound(pod);
+  const then = lifecycleDeletes
+    ? `the lifecycle deletes it once operate.podopslifecycle.kusionstack.io/${id} is on it (no need to delete again)`
+    : `delete it again once operate.podopslifecycle.kusionstack.io/${id} is on it`;
   return {
     allow: false,
     begin: !begun,
-    message:
-      `pod deletion is underway through PodOpsLifecycle (lifecycle ${id}, type ${GRACE_DELETE_ADAPTER.type})${waiting}: ` +
-      `the Pod is taken out of service first; delete it again once operate.podopslifecycle.kusionstack.io/${id} is on it`,
+    message: `pod deletion is underway through PodOpsLifecycle (lifecycle ${id}, type ${GRACE_DELETE_ADAPTER.type})${waiting}: the Pod is taken out of service first; ${then}`,
   };
+}
+
+/** The Pod's `pod-delete` round is the one GraceDelete began (GRACE_DELETE_ANNOTATION names its `operating` timestamp). */
+function isGraceDeleteRound(pod: PodState): boolean {
+  const begunAt = pod.labels[perIdKey('operating', POD_DELETE_ID)];
+  return begunAt !== undefined && pod.annotations[GRACE_DELETE_ANNOTATION] === begunAt;
 }
 
 /** The IDs running an operation of type `delete` (between begin and finish), pod-delete first. */
