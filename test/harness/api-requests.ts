@@ -10,10 +10,11 @@ export interface ApiRequestCount {
 }
 
 /**
- * Counts this process's API requests with `method` whose path (without the query) `matches`, from now until
- * stop(): every Kubernetes request Ripple makes goes through https.request, so wrapping it sees them all.
+ * Counts this process's API requests with `method` whose path (without the query) and query `matches`, from now
+ * until stop(): every Kubernetes request Ripple makes goes through https.request, so wrapping it sees them all.
+ * The query tells a watch (`watch=true`) from a list of the same path.
  */
-export function countApiRequests(method: string, matches: (path: string) => boolean): ApiRequestCount {
+export function countApiRequests(method: string, matches: (path: string, query: URLSearchParams) => boolean): ApiRequestCount {
   let sent = 0;
   const answered: Record<number, number> = {};
   const original = https.request;
@@ -22,7 +23,8 @@ export function countApiRequests(method: string, matches: (path: string) => bool
     const first: unknown = args[0];
     if (typeof first === 'object' && first !== null && !(first instanceof URL)) {
       const o = first as https.RequestOptions;
-      if ((o.method ?? 'GET') === method && matches((o.path ?? '').split('?')[0] ?? '')) {
+      const [path = '', query = ''] = (o.path ?? '').split('?');
+      if ((o.method ?? 'GET') === method && matches(path, new URLSearchParams(query))) {
         sent++;
         req.on('response', (res: IncomingMessage) => void (answered[res.statusCode ?? 0] = (answered[res.statusCode ?? 0] ?? 0) + 1));
       }

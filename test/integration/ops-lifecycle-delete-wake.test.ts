@@ -2,6 +2,7 @@
 // ends the wait when the Pod changes: with `wake` it calls the owner back; by default (no option) the waiting
 // answer's `waitForChange()` resolves. While nothing changes the owner is not woken, and its requeue is only the slow
 // fallback, so it makes no repeated GETs of the Pod.
+import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   cooperatorFor,
@@ -10,14 +11,16 @@ import {
   type Cooperator,
   type LifecycleClientDeps,
   type PodRef,
+  withLifecycle,
 } from '../../functions/ops-lifecycle/client/index.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { readPod } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
-import { armedPodWakes, podChanged, stopPodWakes } from '../../functions/ops-lifecycle/pod-access/pod-wake.js';
+import { armedPodWakes, podChanged, podWakeWatches, setWakeWatchLimit, stopPodWakes } from '../../functions/ops-lifecycle/pod-access/pod-wake.js';
 import { stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { createLogger } from '../../runtime/log.js';
 import { inReconcileScope } from '../../runtime/reconcile-scope.js';
-import { cleanupWithoutFinalizers, countGets, createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { countApiRequests } from '../harness/api-requests.js';
+import { cleanupWithoutFinalizers, countGets, createControlledPod, mustReadPod, recordPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
@@ -216,6 +219,154 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
       await waitFor('the Pod to be gone', 30_000, async () => (await readPod(sb.kc, ref)) === undefined);
     } finally {
       gets.stop();
+    }
+  });
+  /** Counts the watches of Pods in the test's namespace this process opens: all, and those of one Pod alone (fieldSelector). */
+  function countPodWatches() {
+    const path = `/api/v1/namespaces/${sb.namespace}/pods`;
+    const all = countApiRequests('GET', (p, q) => p === path && q.get('watch') === 'true');
+    const single = countApiRequests('GET', (p, q) => p === path && q.get('watch') === 'true' && (q.get('fieldSelector') ?? '').startsWith('metadata.name='));
+    return {
+      all: all.sent,
+      single: single.sent,
+      stop: () => {
+        single.stop();
+        all.stop();
+      },
+    };
+  }
+
+  it('N owners waiting on controlled pods of one namespace are served by the namespace\'s pod cache: at most 1 watch, none per pod; each still wakes on its own pod\'s next version', async () => {
+    const N = 6;
+    await sb.core.createNamespacedService({ namespace: sb.namespace, body: { metadata: { name: 'many-traffic' }, spec: { selector: { group: 'many' }, ports: [{ port: 80 }] } } });
+    const cooperator = cooperatorFor({ kind: 'Service', namespace: sb.namespace, name: 'many-traffic' });
+    const refs: PodRef[] = [];
+    for (let i = 0; i < N; i++) {
+      const name = `many-${i}`;
+      await sb.core.createNamespacedPod({
+        namespace: sb.namespace,
+        body: withLifecycle<V1Pod>({ metadata: { name, labels: { group: 'many' } }, spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] } }),
+      });
+      refs.push({ namespace: sb.namespace, name });
+    }
+    const targets: Array<PodRef & { uid?: string }> = [];
+    for (const ref of refs) {
+      await waitServing(sb, ref);
+      await cooperate(ref, cooperator, true);
+      targets.push({ ...ref, uid: (await mustReadPod(sb, ref)).metadata.uid });
+    }
+    const settles = (p: Promise<void> | undefined, ms: number) => Promise.race([p?.then(() => true) ?? Promise.resolve(true), sleep(ms).then(() => false)]);
+    // Each owner begins and follows its lifecycle until the cooperator holds its Pod in Preparing.
+    await Promise.all(
+      targets.map(async (target) => {
+        let answer = await deleteThroughLifecycle(deps, target);
+        await waitFor(`${target.name} to wait in Preparing`, 60_000, async () => {
+          if (answer.state === 'waiting' && !(await settles(answer.waitForChange?.(), 5_000))) return false;
+          answer = await deleteThroughLifecycle(deps, target);
+          return answer.state === 'waiting' && answer.stage === 'Preparing';
+        }).catch((err: unknown) => {
+          throw new Error(`${String(err)} (last answer: ${JSON.stringify(answer)})`);
+        });
+      }),
+    );
+    await waitFor('the lifecycle to have nothing left to write on any pod', 60_000, async () => {
+      const before = await Promise.all(refs.map(async (r) => (await mustReadPod(sb, r)).metadata.resourceVersion));
+      await sleep(1_500);
+      const after = await Promise.all(refs.map(async (r) => (await mustReadPod(sb, r)).metadata.resourceVersion));
+      return before.every((v, i) => v === after[i]);
+    });
+
+    const armedBefore = armedPodWakes();
+    const watchesBefore = podWakeWatches();
+    // The recorder's own watch is opened before the count begins.
+    const rec = await recordPod(sb, refs[0]?.name ?? '');
+    const watches = countPodWatches();
+    const woken = new Set<string>();
+    try {
+      const waits = await Promise.all(
+        targets.map(async (target) => {
+          const answer = await deleteThroughLifecycle(deps, target);
+          expect(answer).toMatchObject({ state: 'waiting', stage: 'Preparing' });
+          const waitForChange = answer.state === 'waiting' ? answer.waitForChange : undefined;
+          expect(waitForChange, `${target.name}: waitForChange`).toBeDefined();
+          const p = waitForChange?.() ?? Promise.resolve();
+          // Wrapped: an async function returning the promise itself would wait for it.
+          return { ended: p.then(() => void woken.add(target.name)) };
+        }),
+      );
+      const state = () =>
+        `armed ${armedPodWakes()} (before ${armedBefore}), per-pod watches ${podWakeWatches()} (before ${watchesBefore}), watches opened ${watches.all()} of which per pod ${watches.single()}, woken [${[...woken].join(', ')}]; ` +
+        `versions of ${refs[0]?.name} seen: ${JSON.stringify(rec.snapshots.slice(-4))}`;
+      expect(armedPodWakes(), state()).toBe(armedBefore + N);
+      // Nothing changes meanwhile: no wait ends, and none of them opened a watch of its Pod alone.
+      await sleep(3_000);
+      expect(woken.size, state()).toBe(0);
+      expect(podWakeWatches(), state()).toBe(watchesBefore);
+      expect(watches.single(), state()).toBe(0);
+      expect(watches.all(), state()).toBeLessThanOrEqual(1);
+
+      // One cooperator lets go of one Pod: that Pod's next version ends its wait, and only its wait.
+      const first = refs[0]?.name ?? '';
+      await cooperate({ namespace: sb.namespace, name: first }, cooperator, false);
+      await waitFor(`the wait on ${first} to end`, 30_000, async () => woken.has(first)).catch((err: unknown) => {
+        throw new Error(`${String(err)} (${state()})`);
+      });
+      expect([...woken], state()).toEqual([first]);
+
+      // The rest let go too: every wait ends, and the owners delete their Pods.
+      for (const ref of refs.slice(1)) await cooperate(ref, cooperator, false);
+      await waitFor('every wait to end', 30_000, async () => woken.size === N).catch((err: unknown) => {
+        throw new Error(`${String(err)} (${state()})`);
+      });
+      await Promise.all(waits.map((w) => w.ended));
+      expect(watches.single(), state()).toBe(0);
+      expect(watches.all(), state()).toBeLessThanOrEqual(1);
+      for (const target of targets) {
+        await waitFor(`deleteThroughLifecycle to delete ${target.name}`, 60_000, async () => {
+          const r = await deleteThroughLifecycle(deps, target);
+          return r.state === 'deleted' ? r : undefined;
+        });
+      }
+      await waitFor('no wait left behind', 30_000, async () => armedPodWakes() === armedBefore).catch((err: unknown) => {
+        throw new Error(`${String(err)} (${state()})`);
+      });
+    } finally {
+      rec.stop();
+      watches.stop();
+    }
+  });
+
+  it('per-pod wake watches are capped: past the limit a wait opens no watch and ends at its fallback', async () => {
+    const names = ['capped-a', 'capped-b'];
+    for (const name of names) {
+      await sb.core.createNamespacedPod({ namespace: sb.namespace, body: { metadata: { name }, spec: { containers: [{ name: 'c', image: 'busybox' }], terminationGracePeriodSeconds: 0 } } });
+    }
+    const [a, b] = await Promise.all(names.map((name) => mustReadPod(sb, { namespace: sb.namespace, name })));
+    if (!a || !b) throw new Error('pods not created');
+    const watchesBefore = podWakeWatches();
+    setWakeWatchLimit(watchesBefore + 1);
+    const watches = countPodWatches();
+    try {
+      const state = () => `per-pod watches ${podWakeWatches()} (before ${watchesBefore}), watches opened ${watches.all()}, per pod ${watches.single()}`;
+      // Uncontrolled Pods: the namespace cache does not hold them, so each would need a watch of its own.
+      const aChanged = podChanged(sb.kc, a, log, 300_000);
+      expect(podWakeWatches(), state()).toBe(watchesBefore + 1);
+      const started = Date.now();
+      const bChanged = podChanged(sb.kc, b, log, 3_000);
+      expect(podWakeWatches(), `past the limit: ${state()}`).toBe(watchesBefore + 1);
+      // b gets no watch: only its fallback ends its wait.
+      const bWoke = await Promise.race([bChanged.then(() => true), sleep(30_000).then(() => false)]);
+      expect(bWoke, state()).toBe(true);
+      expect(Date.now() - started, 'ended by the 3 s fallback, not by a change').toBeGreaterThanOrEqual(2_900);
+      // The watch under the limit still works.
+      await sb.core.patchNamespacedPod({ name: 'capped-a', namespace: sb.namespace, body: [{ op: 'add', path: '/metadata/labels', value: { touched: 'yes' } }] });
+      const aWoke = await Promise.race([aChanged.then(() => true), sleep(30_000).then(() => false)]);
+      expect(aWoke, state()).toBe(true);
+      expect(watches.single(), state()).toBe(1);
+    } finally {
+      setWakeWatchLimit();
+      watches.stop();
+      for (const name of names) await sb.core.deleteNamespacedPod({ name, namespace: sb.namespace, gracePeriodSeconds: 0 }).catch(() => undefined);
     }
   });
 });

@@ -49,8 +49,8 @@ export interface DeleteThroughLifecycleOptions {
    */
   wokenByPodEvents?: boolean;
   /**
-   * Event-driven waiting for an owner that is not woken by its Pods' changes: while the answer is `waiting`, a
-   * watch of exactly this Pod (fieldSelector metadata.name, pod-access/pod-wake.ts) calls `onChange` once the Pod
+   * Event-driven waiting for an owner that is not woken by its Pods' changes: while the answer is `waiting`, the
+   * namespace's pod cache or a watch of exactly this Pod (pod-access/pod-wake.ts) calls `onChange` once the Pod
    * changes (typically: enqueue the owner), so the owner reads the Pod once per change instead of once per
    * `pollMs`. The waiting answers then carry `fallbackPollMs` (default 60 s), only in case the watch is lost.
    */
@@ -76,8 +76,8 @@ export type DeleteThroughLifecycleResult =
       requeueAfterMs: number;
       /**
        * The default, event-driven wait (no `pollMs`, `wokenByPodEvents` or `wake`) while Begun or Preparing:
-       * resolves once the Pod changes past the version this answer was made from (a watch of exactly that Pod,
-       * pod-access/pod-wake.ts), or after requeueAfterMs at the latest. Lazy: the watch is opened (or joined) only
+       * resolves once the Pod changes past the version this answer was made from (seen by the namespace's pod
+       * cache, or by a watch of exactly that Pod: pod-access/pod-wake.ts), or after requeueAfterMs at the latest. Lazy: the watch is opened (or joined) only
        * when this is called, so a caller that just requeues costs none. Await it, then call again. Pass the
        * handler's signal (ctx.signal): on abort it rejects with the signal's reason at once and lets the watch go
        * if nobody else waits on it; it never rejects otherwise.

@@ -45,6 +45,11 @@ export class ControlledPodCache {
   private readonly handled = new Map<string, HandledPod>();
   /** Keys of `handled` the store lacked at the last idle tick (sweepGone). */
   private goneSuspects = new Set<string>();
+  /**
+   * Per Pod key, who waits for its next event (pod-wake.ts: an owner waiting on the Pod's next version); each is
+   * called with every event of the Pod after the store took it in, and with undefined when the cache stops.
+   */
+  private readonly followers = new Map<string, Set<(e: WatchEvent | undefined) => void>>();
   /** Reads the cache answered, reads it refused as not fresh enough, and events that brought a Pod back (for tests and the benchmark). */
   hits = 0;
   behind = 0;
@@ -66,7 +71,8 @@ export class ControlledPodCache {
       onEvent: async (e) => this.onEvent(e),
     });
     this.idle = setInterval(() => {
-      if (Date.now() - this.lastUsed >= IDLE_MS) return void this.stop();
+      // Not while an owner waits on one of its Pods: that wait is the cache's use (pod-wake.ts).
+      if (Date.now() - this.lastUsed >= IDLE_MS && this.followers.size === 0) return void this.stop();
       if (this.ready()) this.goneSuspects = sweepGone(this.handled, (key) => this.watch.store.get(key) !== undefined, this.goneSuspects);
     }, IDLE_MS / 5);
     this.idle.unref();
@@ -112,6 +118,35 @@ export class ControlledPodCache {
     this.handled.set(key, afterReconcile(this.handled.get(key), { version, uid: plannedFrom.metadata.uid }, after?.metadata.resourceVersion));
   }
 
+  /** Stopped (idle, or by stopControlledPodCaches): it will not deliver anything again. */
+  isStopped(): boolean {
+    return this.stopped;
+  }
+
+  /** The list-watch's health and store, read-only (pod-wake.ts checks what its first list held). */
+  view(): Pick<ListWatch, 'health' | 'store'> {
+    return this.watch;
+  }
+
+  /**
+   * Calls `listener` with each event of the Pod `namespace/name` this cache takes in from now on (after its store
+   * did), and with undefined if the cache stops, until the returned function is called. Used by pod-wake.ts to
+   * serve many waits on one namespace's Pods from this one watch instead of one watch per Pod.
+   */
+  follow(namespace: string, name: string, listener: (e: WatchEvent | undefined) => void): () => void {
+    this.lastUsed = Date.now();
+    const key = `${namespace}/${name}`;
+    let set = this.followers.get(key);
+    if (!set) this.followers.set(key, (set = new Set()));
+    set.add(listener);
+    const own = set;
+    return () => {
+      own.delete(listener);
+      if (own.size === 0 && this.followers.get(key) === own) this.followers.delete(key);
+      this.lastUsed = Date.now();
+    };
+  }
+
   /** How many Pods this cache keeps a `handled` record of (tests and diagnostics). */
   handledCount(): number {
     return this.handled.size;
@@ -127,11 +162,16 @@ export class ControlledPodCache {
     this.stopped = true;
     clearInterval(this.idle);
     this.onStop();
+    const following = [...this.followers.values()].flatMap((set) => [...set]);
+    this.followers.clear();
+    for (const listener of following) listener(undefined);
     await this.watch.stop();
   }
 
   private onEvent(e: WatchEvent): void {
     const key = storeKey(e.object);
+    const following = this.followers.get(key);
+    if (following) for (const listener of [...following]) listener(e);
     if (e.type === 'delete') this.handled.delete(key);
     const read = this.readAt.get(key);
     if (read === undefined) return;

@@ -2,7 +2,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../runtime/log.js';
 import { ObjectStore } from '../../../watcher/store.js';
-import { armedPodWakes, firstListLacksPod, podChanged } from './pod-wake.js';
+import { armedPodWakes, firstListLacksPod, podChanged, podWakeWatches, setWakeWatchLimit } from './pod-wake.js';
 import type { LifecyclePod } from './pod.js';
 
 const pod = (uid: string): LifecyclePod => ({ metadata: { namespace: 'ns', name: 'p', uid, resourceVersion: '5' } }) as LifecyclePod;
@@ -49,5 +49,21 @@ describe('podChanged with a signal already aborted', () => {
     abort.abort(new Error('handler aborted'));
     await expect(podChanged(new KubeConfig(), pod('a'), createLogger('test', 'silent'), 60_000, abort.signal)).rejects.toThrow('handler aborted');
     expect(armedPodWakes()).toBe(0);
+  });
+});
+
+describe('podChanged past the per-pod watch limit', () => {
+  it('opens no watch and ends at its fallback', async () => {
+    setWakeWatchLimit(0);
+    try {
+      const started = Date.now();
+      // An uncontrolled Pod: no namespace cache covers it, so it would need a watch of its own.
+      await podChanged(new KubeConfig(), pod('a'), createLogger('test', 'silent'), 50);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+      expect(podWakeWatches()).toBe(0);
+      expect(armedPodWakes()).toBe(0);
+    } finally {
+      setWakeWatchLimit();
+    }
   });
 });
