@@ -7,8 +7,8 @@
  *
  * Where the change is seen, cheapest first:
  * 1. the namespace's cache of controlled Pods (pod-cache.ts: one list-watch per namespace, started here if this
- *    process runs none), when it covers the Pod: the Pod is controlled and the cache holds it, or has not listed
- *    yet (its first list then says whether the Pod is there). A thousand Pods draining in one namespace cost one
+ *    process runs none), when it covers the Pod: the Pod is controlled and the cache holds it with its stream up,
+ *    or has not listed yet (its first list then says whether the Pod is there). A thousand Pods draining in one namespace cost one
  *    watch, not a thousand;
  * 2. otherwise a list-watch of exactly that Pod (fieldSelector metadata.name): an uncontrolled Pod (enrolled by
  *    the same write that began its deletion), or one the cache does not hold yet (it lags). At most
@@ -176,10 +176,12 @@ function fromCache(kc: KubeConfig, pod: LifecyclePod, log: Logger, key: string, 
   const cache = controlledPodCacheFor(kc, namespace);
   if (cache.isStopped()) return undefined;
   const view = cache.view();
-  const listed = view.health().synced;
+  const health = view.health();
+  const listed = health.synced;
   const held = listed ? view.store.get(storeKey(pod)) : undefined;
   // Listed without the Pod: the cache lags (or the Pod is gone); the Pod's own watch says which at its first list.
-  if (listed && held === undefined) return undefined;
+  // Listed but its stream down: it would see nothing until it reconnects.
+  if (listed && (held === undefined || !health.up)) return undefined;
   const slot: { entry?: Armed } = {};
   const fire = (): void => fireOnce(key, slot, log);
   const leave = cache.follow(namespace, pod.metadata.name, (e) => {
