@@ -15,12 +15,13 @@ import {
 } from '../../functions/ops-lifecycle/client/index.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { readPod } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
+import { SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
 import { armedPodWakes, podChanged, podWakeWatches, setWakeWatchLimit, stopPodWakes } from '../../functions/ops-lifecycle/pod-access/pod-wake.js';
 import { stopControlledPodCaches } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { createLogger } from '../../runtime/log.js';
 import { inReconcileScope } from '../../runtime/reconcile-scope.js';
 import { countApiRequests } from '../harness/api-requests.js';
-import { cleanupWithoutFinalizers, countGets, createControlledPod, mustReadPod, recordPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
+import { cleanupWithoutFinalizers, conditionOf, countGets, createControlledPod, mustReadPod, recordPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
@@ -32,6 +33,24 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
 
   async function cooperate(ref: PodRef, cooperator: Cooperator, selected: boolean) {
     return syncCooperation(deps, ref, cooperator, { selected });
+  }
+
+  /**
+   * Waits until the lifecycle has nothing left to write on these Pods, held in Preparing by a cooperator: the gate
+   * False, the sandbox's Ready False after it (the last writes of that state), and no new version for 1.5 s.
+   */
+  async function settledInPreparing(refs: readonly PodRef[]): Promise<void> {
+    let last = '';
+    await waitFor('the lifecycle to have nothing left to write', 60_000, async () => {
+      const before = await Promise.all(refs.map((r) => mustReadPod(sb, r)));
+      last = JSON.stringify(before.map((p) => ({ name: p.metadata.name, rv: p.metadata.resourceVersion, gate: conditionOf(p, SERVICE_READY_CONDITION), ready: conditionOf(p, 'Ready') })));
+      if (!before.every((p) => conditionOf(p, SERVICE_READY_CONDITION) === 'False' && conditionOf(p, 'Ready') === 'False')) return false;
+      await sleep(1_500);
+      const after = await Promise.all(refs.map((r) => mustReadPod(sb, r)));
+      return before.every((p, i) => p.metadata.resourceVersion === after[i]?.metadata.resourceVersion);
+    }).catch((err: unknown) => {
+      throw new Error(`${String(err)} (last seen: ${last})`);
+    });
   }
 
   beforeAll(async () => {
@@ -72,11 +91,7 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
       expect(answer).toEqual({ state: 'waiting', stage: 'Preparing', requeueAfterMs: 60_000 });
 
       // Nothing changes while the cooperator holds the Pod (the lifecycle has written everything it can).
-      await waitFor('the lifecycle to have nothing left to write', 30_000, async () => {
-        const v = (await mustReadPod(sb, ref)).metadata.resourceVersion;
-        await sleep(1_500);
-        return (await mustReadPod(sb, ref)).metadata.resourceVersion === v;
-      });
+      await settledInPreparing([ref]);
       wakes = 0;
       answer = await ask();
       expect(answer).toMatchObject({ state: 'waiting', stage: 'Preparing' });
@@ -178,11 +193,7 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
       expect(answer).toMatchObject({ state: 'waiting', stage: 'Preparing', requeueAfterMs: 60_000 });
 
       // Nothing changes while the cooperator holds the Pod (the lifecycle has written everything it can).
-      await waitFor('the lifecycle to have nothing left to write', 30_000, async () => {
-        const v = (await mustReadPod(sb, ref)).metadata.resourceVersion;
-        await sleep(1_500);
-        return (await mustReadPod(sb, ref)).metadata.resourceVersion === v;
-      });
+      await settledInPreparing([ref]);
       answer = await ask();
       expect(answer).toMatchObject({ state: 'waiting', stage: 'Preparing' });
       const waitForChange = answer.state === 'waiting' ? answer.waitForChange : undefined;
@@ -269,12 +280,7 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
         });
       }),
     );
-    await waitFor('the lifecycle to have nothing left to write on any pod', 60_000, async () => {
-      const before = await Promise.all(refs.map(async (r) => (await mustReadPod(sb, r)).metadata.resourceVersion));
-      await sleep(1_500);
-      const after = await Promise.all(refs.map(async (r) => (await mustReadPod(sb, r)).metadata.resourceVersion));
-      return before.every((v, i) => v === after[i]);
-    });
+    await settledInPreparing(refs);
 
     const armedBefore = armedPodWakes();
     const watchesBefore = podWakeWatches();
