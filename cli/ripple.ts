@@ -208,8 +208,8 @@ async function main(): Promise<void> {
     watcher = new Watcher({
       kc,
       functions: host.functions,
-      enqueue: (fn, key, reason) => host.enqueue(fn, key, reason),
-      enqueueMany: (fn, keys, reason) => host.enqueueMany(fn, keys, reason),
+      enqueue: (fn, key, reason, resourceVersion) => host.enqueue(fn, key, reason, 0, resourceVersion),
+      enqueueMany: (fn, keys, reason, resourceVersions) => host.enqueueMany(fn, keys, reason, resourceVersions),
       isLeader: () => elector?.isLeader() ?? false,
       log,
       namespace,

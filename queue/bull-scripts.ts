@@ -30,7 +30,7 @@ function asFunction(name: string, content: string): string {
   return `local function ${name}(KEYS, ARGV)\n${content}\nend\n`;
 }
 
-/** BullMQ's keys the composed add needs, in addStandardJob's order (KEYS[10] … KEYS[18] of ENQUEUE). */
+/** BullMQ's keys the composed add needs, in addStandardJob's order (KEYS[11] … KEYS[19] of ENQUEUE). */
 export function bullAddKeys(queue: Queue): string[] {
   const k = queue.keys;
   return [k.wait!, k.paused!, k.meta!, k.id!, k.completed!, k.delayed!, k.active!, k.events!, k.marker!];
@@ -38,7 +38,8 @@ export function bullAddKeys(queue: Queue): string[] {
 
 /**
  * Lua: `bullAdd(id, delayMs, now, packedArgs, data, packedOpts)` adds the job `id` as BullMQ's Queue.add would
- * (standard, or delayed when delayMs > 0), with BullMQ's keys at KEYS[10] … KEYS[18]. packedArgs and
+ * (standard, or delayed when delayMs > 0), with BullMQ's keys at KEYS[11] … KEYS[19], after Ripple's ten
+ * (queue/keys.ts scriptKeys). packedArgs and
  * packedOpts are what bullAddArgs() built for a job without id and delay; both are set here, once the
  * script has decided them. Adding an id that exists does nothing (BullMQ's rule), as with Queue.add.
  */
@@ -55,9 +56,9 @@ local function bullAdd(id, delayMs, now, packedArgs, data, packedOpts)
   o['jobId'] = id
   if delayMs > 0 then
     o['delay'] = delayMs
-    return bullAddDelayed({KEYS[18], KEYS[12], KEYS[13], KEYS[15], KEYS[14], KEYS[17]}, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
+    return bullAddDelayed({KEYS[19], KEYS[13], KEYS[14], KEYS[16], KEYS[15], KEYS[18]}, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
   end
-  return bullAddStandard({KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18]}, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
+  return bullAddStandard({KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19]}, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
 end
 `;
 

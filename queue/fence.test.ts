@@ -9,10 +9,12 @@ describe('fencing', () => {
     expect(parseActiveEntry(null)).toBeUndefined();
   });
   it("reads CLAIM's verdicts", () => {
-    expect(parseClaim(['claimed', '12', '0'])).toEqual({ verdict: 'claimed', token: '12' });
-    expect(parseClaim(['held', 'ns/a#3', '850'])).toEqual({ verdict: 'held', delayMs: 850 });
-    expect(parseClaim(['reschedule', 'ns/a#2', '400'])).toEqual({ verdict: 'reschedule', jobId: 'ns/a#2', delayMs: 400 });
-    expect(parseClaim(['skip', '', '0'])).toEqual({ verdict: 'skip' });
+    expect(parseClaim(['claimed', '12', '0', ''])).toEqual({ verdict: 'claimed', token: '12' });
+    // The resourceVersion the key was woken at, when an event of its object carried one.
+    expect(parseClaim(['claimed', '12', '0', '4711'])).toEqual({ verdict: 'claimed', token: '12', minResourceVersion: '4711' });
+    expect(parseClaim(['held', 'ns/a#3', '850', ''])).toEqual({ verdict: 'held', delayMs: 850 });
+    expect(parseClaim(['reschedule', 'ns/a#2', '400', ''])).toEqual({ verdict: 'reschedule', jobId: 'ns/a#2', delayMs: 400 });
+    expect(parseClaim(['skip', '', '0', ''])).toEqual({ verdict: 'skip' });
     expect(() => parseClaim([1])).toThrow();
   });
 });

@@ -17,6 +17,11 @@ export interface QueueKeys {
   leases: string;
   /** What each key's last RELEASE answered, by token, so a RELEASE resent after a lost reply gets the same answer. */
   released: string;
+  /**
+   * The newest resourceVersion of the key's own object among the watch events that enqueued it since its last
+   * claim (queue/resource-version-order.ts orders them); a claim takes it and hands it to the handler.
+   */
+  versions: string;
   /** BullMQ stores job `id` at `${jobKeyPrefix}${id}`. */
   jobKeyPrefix: string;
 }
@@ -39,14 +44,18 @@ export function queueKeys(prefix: string, queueName: string): QueueKeys {
     seq: `${base}:ripple:seq`,
     leases: `${base}:ripple:leases`,
     released: `${base}:ripple:released`,
+    versions: `${base}:ripple:versions`,
     jobKeyPrefix: `${base}:`,
   };
 }
 
-/** The KEYS every queue script takes, in the order they index them (KEYS[1] … KEYS[9] in queue/scripts.ts). */
+/** The KEYS every queue script takes, in the order they index them (KEYS[1] … KEYS[10] in queue/scripts.ts). */
 export function scriptKeys(k: QueueKeys): string[] {
-  return [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince, k.leases, k.released];
+  return [k.pending, k.due, k.active, k.dirty, k.failures, k.seq, k.pendingSince, k.leases, k.released, k.versions];
 }
+
+/** How many keys scriptKeys() gives: the scripts find BullMQ's keys after them. */
+export const SCRIPT_KEY_COUNT = 10;
 
 /** A reconcile key: `namespace/name`, or `name` for cluster-scoped objects. */
 export function objectKey(namespace: string | undefined, name: string): string {

@@ -1,5 +1,6 @@
 import { BULL_ADD_LUA, BULL_FINISH_LUA, BULL_MOVE_TO_ACTIVE_LUA } from './bull-scripts.js';
 import { FENCE_LUA } from './fence.js';
+import { KEEP_VERSION_LUA } from './resource-version-order.js';
 
 /**
  * Redis scripts that give BullMQ the client-go workqueue semantics it lacks.
@@ -21,6 +22,8 @@ import { FENCE_LUA } from './fence.js';
  *   seq      STRING     job ids and fencing tokens come from INCR of it (a claim raises it to at
  *                       least Redis's clock in µs-like units, see CLAIM)
  *   released HASH  key -> `<token>|<answer…>` of the key's last RELEASE, until its next claim
+ *   versions HASH  key -> the highest resourceVersion of the key's own object among the watch events that
+ *                       enqueued it since its last claim (queue/resource-version-order.ts); the claim takes it
  *
  * A claim is fenced (queue/fence.ts): CLAIM refuses a key whose holder's lease is alive, whatever the
  * job id, and gives each claim a new token; RELEASE and RENEW do nothing for a token that is no longer
@@ -120,22 +123,25 @@ end
 
 
 /**
- * KEYS: scriptKeys() then BullMQ's bullAddKeys(). ARGV: key, delayMs, jobKeyPrefix, then bullAddArgs()'s
- * packed args, data and packed opts. schedule(), and when it decides on a new job, BullMQ's add of it in
- * the same script (queue/bull-scripts.ts): one round trip, and the recorded id always has its job.
- * Returns schedule()'s four fields, with action `added` when the job was added here (parseSchedule
- * reads it as `add` with `added`).
+ * KEYS: scriptKeys() then BullMQ's bullAddKeys(). ARGV: key, delayMs, jobKeyPrefix, the resourceVersion of the
+ * key's own object whose watch event asks for this ('' or absent: none), then bullAddArgs()'s packed args,
+ * data and packed opts. The version is folded into the key's (keepVersion: the highest is kept) whatever
+ * schedule() decides — a pending job, a held key's follow-up or a new job all carry it to their claim.
+ * schedule(), and when it decides on a new job, BullMQ's add of it in the same script
+ * (queue/bull-scripts.ts): one round trip, and the recorded id always has its job. Returns schedule()'s four
+ * fields, with action `added` when the job was added here (parseSchedule reads it as `add` with `added`).
  */
-export const ENQUEUE = `${LIVE}${HELD}${SCHEDULE}${BULL_ADD_LUA}
+export const ENQUEUE = `${LIVE}${HELD}${SCHEDULE}${BULL_ADD_LUA}${KEEP_VERSION_LUA}
 local now = nowMs()
+keepVersion(ARGV[1], ARGV[4])
 local r = schedule(ARGV[1], now + tonumber(ARGV[2]), now, ARGV[3])
 -- Without BullMQ's arguments the caller adds the job itself (the two-step form, kept for tests that stop
 -- between the decision and the add).
-if r[1] ~= 'add' or not ARGV[4] then return r end
+if r[1] ~= 'add' or not ARGV[5] then return r end
 -- An add of an id recorded by another call whose job does not exist yet (readd) creates it here with the
 -- key's due; should that call's own add land later, BullMQ ignores it (the id exists), so nothing is left
 -- to move afterwards.
-bullAdd(r[2], tonumber(r[3]), now, ARGV[4], ARGV[5], ARGV[6])
+bullAdd(r[2], tonumber(r[3]), now, ARGV[5], ARGV[6], ARGV[7])
 return {'added', r[2], r[3], r[4]}
 `;
 
@@ -152,15 +158,15 @@ if isHeld then
     local p = redis.call('HGET', KEYS[1], key)
     if p and live(jobKeyPrefix, p) then
       local at = tonumber(redis.call('ZSCORE', KEYS[2], key))
-      if at and at <= lease then return {'skip', '', '0'} end
+      if at and at <= lease then return {'skip', '', '0', ''} end
       redis.call('ZADD', KEYS[2], lease, key)
-      return {'reschedule', p, tostring(lease - now)}
+      return {'reschedule', p, tostring(lease - now), ''}
     end
     redis.call('HSET', KEYS[1], key, id)
     redis.call('HSET', KEYS[7], key, now)
   end
   redis.call('ZADD', KEYS[2], lease, key)
-  return {'held', id, tostring(lease - now)}
+  return {'held', id, tostring(lease - now), ''}
 end
 if isPending then
   redis.call('HDEL', KEYS[1], key)
@@ -173,9 +179,9 @@ else
   local p = redis.call('HGET', KEYS[1], key)
   if p and live(jobKeyPrefix, p) then
     local at = tonumber(redis.call('ZSCORE', KEYS[2], key))
-    if at and at <= now then return {'skip', '', '0'} end
+    if at and at <= now then return {'skip', '', '0', ''} end
     redis.call('ZADD', KEYS[2], now, key)
-    return {'reschedule', p, '0'}
+    return {'reschedule', p, '0', ''}
   end
 end
 local dirty = tonumber(redis.call('ZSCORE', KEYS[4], key))
@@ -194,7 +200,10 @@ local token = string.format('%.0f', n)
 redis.call('HDEL', KEYS[9], key)
 redis.call('HSET', KEYS[3], key, token .. '|' .. id)
 redis.call('ZADD', KEYS[8], now + tonumber(leaseMs), key)
-return {'claimed', token, '0'}
+-- The version the key was woken at goes to this run; events that come while it runs record the next run's.
+local woken = redis.call('HGET', KEYS[10], key)
+if woken then redis.call('HDEL', KEYS[10], key) end
+return {'claimed', token, '0', woken or ''}
 end
 
 -- A job BullMQ just moved to active (fetched is its moveToActive/moveToFinished answer: the job's
@@ -218,8 +227,10 @@ end
 `;
 
 /**
- * ARGV: key, jobId, jobKeyPrefix, leaseMs. Returns {verdict, value}:
+ * ARGV: key, jobId, jobKeyPrefix, leaseMs. Returns {verdict, value, delayMs, version}:
  *   claimed <token>  this job reconciles the key now, under a new fencing token and a lease of leaseMs;
+ *                    `version` is the resourceVersion the key was woken at ('' when none), taken from the
+ *                    versions hash so that events arriving while it runs go to the follow-up run;
  *   held <delayMs>   another claim's lease is alive: this job stands for the key's next reconcile and
  *                    the worker moves it to delayed until the lease ends (the holder, on release, moves
  *                    it earlier because the key is marked dirty); so a holder that never releases still
@@ -288,7 +299,8 @@ end
 
 /**
  * KEYS: scriptKeys() then BullMQ's bullAddKeys(). ARGV: key, token, outcome (success|terminal|error|requeue),
- * requeueAfterMs, backoffMs, jobKeyPrefix, and optionally bullAddArgs()'s three for the follow-up job.
+ * requeueAfterMs, backoffMs, jobKeyPrefix, optionally bullAddArgs()'s three for the follow-up job, and then
+ * optionally the resourceVersion the released claim was woken at, folded back in for the retry of a failure.
  * backoffMs is the delay for this failure, computed by the worker from queue/backoff.ts: the policy
  * lives in one place, and the script only records the count and schedules the retry.
  * Releases the key and schedules what must follow: a request that came in meanwhile (dirty), a
@@ -297,17 +309,19 @@ end
  * followed by the failure count and the backoff in ms, for metrics and logs; {'stale', …} and nothing
  * changed when the token is no longer the key's (its lease was lost).
  */
-export const RELEASE = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}
+export const RELEASE = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${KEEP_VERSION_LUA}${RELEASE_FN}
 local add = nil
 if ARGV[7] then add = {ARGV[7], ARGV[8], ARGV[9]} end
-local r = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add)
+local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add)
+-- A failed run gives back the version it was woken at (ARGV[10]): its retry must not plan below it either.
+if r[1] ~= 'stale' and not replayed then keepVersion(ARGV[1], ARGV[10]) end
 return r
 `;
 
 /**
  * RELEASE, BullMQ's moveToFinished of the job and CLAIM of the next one in one script
  * (queue/bull-scripts.ts): the worker's steady state is then one round trip per job for releasing the key,
- * adding its follow-up, finishing the job, fetching the next and claiming it. KEYS: RELEASE's 18, then
+ * adding its follow-up, finishing the job, fetching the next and claiming it. KEYS: RELEASE's 19, then
  * moveToFinished's 14. ARGV: RELEASE's 9, moveToFinished's 9, then the reconcile job's name and the lease
  * (ms) for claimFetched. The key is released first, as when the two ran one after the other: should
  * BullMQ refuse to finish the job (its lock was lost), the release stands (it is fenced by its token)
@@ -316,10 +330,10 @@ return r
  */
 export const RELEASE_AND_FINISH = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}${BULL_FINISH_LUA}${CLAIM_FN}
 local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], {ARGV[7], ARGV[8], ARGV[9]})
--- Resent after a lost reply: the job was finished by the first run (KEYS[30] is its hash).
-if replayed and redis.call('HEXISTS', KEYS[30], 'finishedOn') == 1 then return {0, r, {}} end
+-- Resent after a lost reply: the job was finished by the first run (KEYS[31] is its hash).
+if replayed and redis.call('HEXISTS', KEYS[31], 'finishedOn') == 1 then return {0, r, {}} end
 local bk, ba = {}, {}
-for i = 1, 14 do bk[i] = KEYS[18 + i] end
+for i = 1, 14 do bk[i] = KEYS[19 + i] end
 for i = 1, 9 do ba[i] = ARGV[9 + i] end
 local fetched = bullFinish(bk, ba)
 return {fetched, r, claimFetched(fetched, ARGV[19], ARGV[6], ARGV[20])}
@@ -327,13 +341,13 @@ return {fetched, r, claimFetched(fetched, ARGV[19], ARGV[6], ARGV[20])}
 
 /**
  * BullMQ's moveToActive and CLAIM of the job it fetched, in one script: a worker that was waiting starts
- * a job in one round trip, as a plain BullMQ worker does. KEYS: scriptKeys() (9), then moveToActive's 11.
+ * a job in one round trip, as a plain BullMQ worker does. KEYS: scriptKeys() (10), then moveToActive's 11.
  * ARGV: moveToActive's 3, then the reconcile job's name, the job key prefix and the lease (ms).
  * Returns {moveToActive's answer, claimFetched's answer}.
  */
 export const MOVE_TO_ACTIVE_AND_CLAIM = `${LIVE}${HELD}${BULL_MOVE_TO_ACTIVE_LUA}${CLAIM_FN}
 local mk = {}
-for i = 1, 11 do mk[i] = KEYS[9 + i] end
+for i = 1, 11 do mk[i] = KEYS[10 + i] end
 local fetched = bullMoveToActive(mk, {ARGV[1], ARGV[2], ARGV[3]})
 return {fetched, claimFetched(fetched, ARGV[4], ARGV[5], ARGV[6])}
 `;
@@ -388,6 +402,14 @@ end
 for _, key in ipairs(redis.call('HKEYS', KEYS[5])) do
   if not redis.call('HGET', KEYS[1], key) and not redis.call('HGET', KEYS[3], key) then
     redis.call('HDEL', KEYS[5], key)
+    removed = removed + 1
+  end
+end
+-- A version recorded for a key with no job, claim or request left (its job vanished) would only ever be handed
+-- to a later, unrelated run: dropped, unless the key is enqueued again just below.
+for _, key in ipairs(redis.call('HKEYS', KEYS[10])) do
+  if not seen[key] and not redis.call('HGET', KEYS[1], key) and not redis.call('HGET', KEYS[3], key) then
+    redis.call('HDEL', KEYS[10], key)
     removed = removed + 1
   end
 end

@@ -103,10 +103,14 @@ export class WorkQueue {
   }
   private addTemplate: Promise<[Buffer, string, Buffer]> | undefined;
 
-  /** Requests a reconcile of `key`, now or after `delayMs`. */
-  async add(key: string, delayMs = 0, reason = 'event'): Promise<ScheduleResult> {
+  /**
+   * Requests a reconcile of `key`, now or after `delayMs`. `resourceVersion`: the version of the key's own
+   * object whose watch event asks for it; the key keeps the highest such version until its next claim, which
+   * hands it to the handler (ReconcileRequest.minResourceVersion). Without it the job is as it always was.
+   */
+  async add(key: string, delayMs = 0, reason = 'event', resourceVersion?: string): Promise<ScheduleResult> {
     const k = this.keys;
-    const raw = await runScript(this.opts.connection, ENQUEUE, this.addingScriptKeys, [key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix, ...(await this.addArgs(key, reason))]);
+    const raw = await runScript(this.opts.connection, ENQUEUE, this.addingScriptKeys, [key, String(Math.max(0, Math.round(delayMs))), k.jobKeyPrefix, resourceVersion ?? '', ...(await this.addArgs(key, reason))]);
     this.opts.metrics?.adds.inc({ name: this.name, controller: this.name });
     const result = parseSchedule(raw);
     if (!result.added) await this.apply(key, result, reason);
@@ -119,20 +123,21 @@ export class WorkQueue {
    * pipelines), not 1,000. Each key's ENQUEUE is the same script as add()'s and runs atomically on its own,
    * so coalescing, dirty marks and earlier-wins are unchanged; only the waiting between them is gone. A key whose
    * script or follow-up failed makes it reject with the first such error, after every other key was carried
-   * out; enqueueing again is safe, as an add of a waiting key coalesces.
+   * out; enqueueing again is safe, as an add of a waiting key coalesces. `resourceVersions[i]`, when given, is
+   * keys[i]'s as for add().
    */
-  async addMany(keys: readonly string[], reason = 'resync'): Promise<ScheduleResult[]> {
+  async addMany(keys: readonly string[], reason = 'resync', resourceVersions?: ReadonlyArray<string | undefined>): Promise<ScheduleResult[]> {
     throwIfLeaseLost('Redis script');
     const out: ScheduleResult[] = [];
     if (keys.length === 0) return out;
     // The first key on its own through runScript, which loads the script when Redis does not have it
     // (first use, a restart, a failed-over node): the pipelines after it then get no NOSCRIPT.
-    out.push(await this.add(keys[0]!, 0, reason));
+    out.push(await this.add(keys[0]!, 0, reason, resourceVersions?.[0]));
     // Every batch is sent even if one failed, so a failure costs only its own keys; the first error is thrown.
     let failed: unknown;
     for (let i = 1; i < keys.length; i += ENQUEUE_BATCH) {
       try {
-        out.push(...(await this.addBatch(keys.slice(i, i + ENQUEUE_BATCH), reason)));
+        out.push(...(await this.addBatch(keys.slice(i, i + ENQUEUE_BATCH), reason, resourceVersions?.slice(i, i + ENQUEUE_BATCH))));
       } catch (err) {
         failed ??= err;
       }
@@ -141,10 +146,10 @@ export class WorkQueue {
     return out;
   }
 
-  private async addBatch(keys: string[], reason: string): Promise<ScheduleResult[]> {
+  private async addBatch(keys: string[], reason: string, resourceVersions?: ReadonlyArray<string | undefined>): Promise<ScheduleResult[]> {
     const k = this.keys;
     const scriptKeys = this.addingScriptKeys;
-    const args = await Promise.all(keys.map(async (key) => [key, '0', k.jobKeyPrefix, ...(await this.addArgs(key, reason))]));
+    const args = await Promise.all(keys.map(async (key, i) => [key, '0', k.jobKeyPrefix, resourceVersions?.[i] ?? '', ...(await this.addArgs(key, reason))]));
     const sha = scriptSha(ENQUEUE);
     const send = (indexes: number[]) => {
       const pipeline = this.opts.connection.pipeline();

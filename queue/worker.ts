@@ -42,17 +42,22 @@ export interface ReconcileInfo {
   token: string;
   /** Aborted when the claim is lost (lease renewal refused or unconfirmed, deadline passed). */
   signal: AbortSignal;
+  /**
+   * The highest resourceVersion of the key's own object among the watch events that enqueued it since its
+   * previous claim (queue/resource-version-order.ts), when any did: the handler must not plan from an older one.
+   */
+  minResourceVersion?: string;
 }
 
 /** CLAIM's answer (queue/scripts.ts). */
 export type ClaimVerdict =
-  | { verdict: 'claimed'; token: string }
+  | { verdict: 'claimed'; token: string; minResourceVersion?: string }
   | { verdict: 'held'; delayMs: number }
   | { verdict: 'reschedule'; jobId: string; delayMs: number }
   | { verdict: 'skip' };
 
 // Built once: constructing a zod schema costs more than parsing with it, and these run for every job.
-const claimReplySchema = z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string()]);
+const claimReplySchema = z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string(), z.string()]);
 const releaseReplySchema = z.array(z.string());
 
 /** RELEASE's answer: stale (the claim was lost), or what follows and the failure count. */
@@ -70,7 +75,7 @@ function parseRelease(raw: unknown): Released {
 }
 
 /** claimFetched's answer (queue/scripts.ts): nothing, or CLAIM's verdict for the fetched job and its id. */
-const fetchedClaimSchema = z.union([z.tuple([]), z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string(), z.string()])]);
+const fetchedClaimSchema = z.union([z.tuple([]), z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string(), z.string(), z.string()])]);
 /** RELEASE_AND_FINISH's answer: moveToFinished's (0, an error code, or the next job), RELEASE's, and the next job's claim. */
 const finishReplySchema = z.tuple([z.union([z.number(), z.array(z.unknown())]), z.array(z.string()), fetchedClaimSchema]);
 /** MOVE_TO_ACTIVE_AND_CLAIM's answer: moveToActive's and the fetched job's claim. */
@@ -108,12 +113,12 @@ class ClaimingWorker extends Worker {
 }
 
 export function parseClaim(raw: unknown): ClaimVerdict {
-  const [verdict, value, delay] = claimReplySchema.parse(raw);
-  return claimVerdict(verdict, value, delay);
+  const [verdict, value, delay, version] = claimReplySchema.parse(raw);
+  return claimVerdict(verdict, value, delay, version);
 }
 
-function claimVerdict(verdict: ClaimVerdict['verdict'], value: string, delay: string): ClaimVerdict {
-  if (verdict === 'claimed') return { verdict, token: value };
+function claimVerdict(verdict: ClaimVerdict['verdict'], value: string, delay: string, version: string): ClaimVerdict {
+  if (verdict === 'claimed') return { verdict, token: value, ...(version !== '' ? { minResourceVersion: version } : {}) };
   if (verdict === 'held') return { verdict, delayMs: Number(delay) };
   if (verdict === 'reschedule') return { verdict, jobId: value, delayMs: Number(delay) };
   return { verdict };
@@ -243,7 +248,8 @@ export class KeyedWorker {
     this.leases.set(jobId, lease);
     const reconcileId = randomUUID();
     // Not `token`: the logger redacts that name (runtime/log.ts), and a fencing token is no secret.
-    const log = this.opts.log.child({ function: this.name, key, reconcileId, fencingToken: verdict.token });
+    const minResourceVersion = verdict.minResourceVersion;
+    const log = this.opts.log.child({ function: this.name, key, reconcileId, fencingToken: verdict.token, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) });
     const startedAt = Date.now();
     m?.queueDuration.observe(labels, Math.max(0, startedAt - job.timestamp - (job.opts.delay ?? 0)) / 1000);
     m?.activeWorkers.inc({ controller: this.name });
@@ -251,7 +257,7 @@ export class KeyedWorker {
     let requeueAfterMs = 0;
     let failure: unknown;
     try {
-      const result = await this.runBounded(lease, () => this.opts.reconcile({ key, reconcileId, reason, log, token: verdict.token, signal: lease.signal }), log);
+      const result = await this.runBounded(lease, () => this.opts.reconcile({ key, reconcileId, reason, log, token: verdict.token, signal: lease.signal, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }), log);
       if (result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0) {
         outcome = 'requeue';
         requeueAfterMs = result.requeueAfterMs;
@@ -275,7 +281,7 @@ export class KeyedWorker {
       await this.finishWithRelease(job, key, verdict.token, outcome, requeueAfterMs, log);
       return outcome;
     }
-    const released = await this.release(key, verdict.token, outcome, requeueAfterMs, log);
+    const released = await this.release(key, verdict.token, outcome, requeueAfterMs, log, minResourceVersion);
     if (released.stale) {
       // Another claim has the key: whatever this one decided is not ours to schedule any more.
       m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
@@ -351,8 +357,8 @@ export class KeyedWorker {
 
   private recordFetchedClaim(claimed: z.infer<typeof fetchedClaimSchema>, sentAt: number): void {
     if (claimed.length === 0) return;
-    const [verdict, value, delay, jobId] = claimed;
-    this.fetchedClaims.set(jobId, { verdict: claimVerdict(verdict, value, delay), sentAt });
+    const [verdict, value, delay, version, jobId] = claimed;
+    this.fetchedClaims.set(jobId, { verdict: claimVerdict(verdict, value, delay, version), sentAt });
     // A claim whose job no processor took (this process was stopped between) runs out with its lease.
     for (const id of this.fetchedClaims.keys()) {
       if (this.fetchedClaims.size <= MAX_FETCHED_CLAIMS) break;
@@ -416,7 +422,7 @@ export class KeyedWorker {
    * never does, the error goes to BullMQ, which retries this job; by then the lease has run out and the
    * retry takes the key over and reconciles it again, so no follow-up is lost.
    */
-  private async release(key: string, token: string, outcome: string, requeueAfterMs: number, log: Logger): Promise<Released> {
+  private async release(key: string, token: string, outcome: string, requeueAfterMs: number, log: Logger, minResourceVersion?: string): Promise<Released> {
     const q = this.opts.queue;
     const k = q.keys;
     const redis = this.opts.connection;
@@ -426,7 +432,9 @@ export class KeyedWorker {
         // Only this claim holds the key, so the failure count it reads cannot change before RELEASE
         // increments it; reading it costs a round trip on the error path only.
         const backoffMs = outcome === 'error' ? backoffDelay(this.opts.backoff ?? DEFAULT_BACKOFF, Number((await redis.hget(k.failures, key)) ?? 0) + 1) : 0;
-        const raw = await runScript(redis, RELEASE, q.addingScriptKeys, [key, token, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix, ...addArgs]);
+        // A failed run hands the version it was woken at back to its retry (RELEASE folds it in).
+        const woken = outcome === 'error' ? (minResourceVersion ?? '') : '';
+        const raw = await runScript(redis, RELEASE, q.addingScriptKeys, [key, token, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix, ...addArgs, woken]);
         return parseRelease(raw);
       },
       this.opts.applyRetry ?? DEFAULT_APPLY_RETRY,

@@ -72,7 +72,7 @@ async function readBody(res: Response): Promise<unknown> {
 export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['reconcile'] {
   const doFetch = opts.fetch ?? fetch;
   const shownUrl = redactUrl(opts.url);
-  return async ({ key, reason, reconcileId, log, signal }) => {
+  return async ({ key, reason, reconcileId, log, signal, minResourceVersion }) => {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'ce-specversion': '1.0',
@@ -88,7 +88,7 @@ export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['r
       res = await doFetch(opts.url, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ key, reason, reconcileId }),
+        body: JSON.stringify({ key, reason, reconcileId, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }),
         // The claim's signal too: a dispatcher that lost its lease stops waiting for the function.
         signal: AbortSignal.any([AbortSignal.timeout(opts.timeoutMs), signal]),
       });

@@ -16,6 +16,14 @@ export interface ReconcileRequest {
   name: string;
   /** Why: event, resync, requeue, retry, dirty, manual. For logs only: handlers read fresh state. */
   reason: string;
+  /**
+   * The highest resourceVersion of this key's own (primary) object among the watch events that enqueued it
+   * since its previous run began, when any did (docs/kernel.md, "Woken at"). A handler that reads the object
+   * from a cache of its own must not plan from a version older than this one: the event that woke it may have
+   * been seen by the watcher before the handler's cache. Absent for requests no event of the object made
+   * (resync, requeueAfter, another kind's event, a manual enqueue).
+   */
+  minResourceVersion?: string;
 }
 
 export interface ReconcileResult {

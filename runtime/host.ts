@@ -81,21 +81,26 @@ export class FunctionHost {
     return [...this.queues.values()];
   }
 
-  async enqueue(fn: string, key: string, reason: string, delayMs = 0): Promise<void> {
-    await this.queue(fn).add(key, delayMs, reason);
+  /**
+   * `resourceVersion`: the version of the key's own object whose watch event asks for this (the watcher passes
+   * it for events of a function's primary resource); the run it wakes gets the highest as minResourceVersion.
+   */
+  async enqueue(fn: string, key: string, reason: string, delayMs = 0, resourceVersion?: string): Promise<void> {
+    await this.queue(fn).add(key, delayMs, reason, resourceVersion);
   }
 
   /** Many keys at once, in pipelines (WorkQueue.addMany): the watcher's replay on taking over. */
-  async enqueueMany(fn: string, keys: string[], reason: string): Promise<void> {
-    await this.queue(fn).addMany(keys, reason);
+  async enqueueMany(fn: string, keys: string[], reason: string, resourceVersions?: ReadonlyArray<string | undefined>): Promise<void> {
+    await this.queue(fn).addMany(keys, reason, resourceVersions);
   }
 
   /**
    * Runs one function's handler for one key with the same context a worker gives it. Workers and the
    * HTTP function transport both call this, so a handler cannot tell how it was invoked.
    */
-  runHandler(def: FunctionDefinition, info: Pick<ReconcileInfo, 'key' | 'reason' | 'log'> & Partial<Pick<ReconcileInfo, 'token' | 'signal'>>): Promise<ReconcileOutcome | void> {
-    return def.reconcile({ key: info.key, reason: info.reason, ...parseObjectKey(info.key) }, this.context(info.log, info));
+  runHandler(def: FunctionDefinition, info: Pick<ReconcileInfo, 'key' | 'reason' | 'log'> & Partial<Pick<ReconcileInfo, 'token' | 'signal' | 'minResourceVersion'>>): Promise<ReconcileOutcome | void> {
+    const woken = info.minResourceVersion !== undefined ? { minResourceVersion: info.minResourceVersion } : {};
+    return def.reconcile({ key: info.key, reason: info.reason, ...parseObjectKey(info.key), ...woken }, this.context(info.log, info));
   }
 
   /**

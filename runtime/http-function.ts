@@ -20,7 +20,8 @@ import { runScript } from '../queue/run-script.js';
  *
  * Request: POST / with a reconcile request as
  *   - JSON: {"key": "ns/name"} | {"namespace": "ns", "name": "name"} | a Kubernetes object (its metadata names it),
- *     optional "reason" and "reconcileId";
+ *     optional "reason", "reconcileId" and "minResourceVersion" (ReconcileRequest.minResourceVersion: the
+ *     version of the object the event that woke it carried; a decimal etcd revision or an opaque string);
  *   - a binary-mode CloudEvent: ce-specversion/ce-id/ce-source/ce-type headers, the body is the data above
  *     (or empty, then ce-subject is the key);
  *   - a structured-mode CloudEvent: Content-Type application/cloudevents+json, the event as JSON.
@@ -46,6 +47,12 @@ export const CLOUDEVENT_TYPE = 'dev.ripple.reconcile';
 
 const reasonSchema = z.string().max(200);
 const reconcileIdSchema = z.string().min(1).max(200);
+// A resourceVersion as the API server writes it: short, printable, no spaces.
+const minResourceVersionSchema = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[\x21-\x7e]+$/, 'minResourceVersion must be a resourceVersion (printable, no spaces)');
 // Any queue key: `ns/name`, `name`, or a function's own form (emit-events uses `ns/Kind/name`).
 const keySchema = z
   .string()
@@ -54,13 +61,13 @@ const keySchema = z
   .refine((k) => ![...k].some((ch) => ch.charCodeAt(0) < 0x20), 'key must not contain control characters');
 
 // Unknown fields are stripped, not rejected: a Kubernetes object or a producer's extra fields are fine.
-const extras = { reason: reasonSchema.optional(), reconcileId: reconcileIdSchema.optional() };
+const extras = { reason: reasonSchema.optional(), reconcileId: reconcileIdSchema.optional(), minResourceVersion: minResourceVersionSchema.optional() };
 const byKeySchema = z.object({ key: keySchema, ...extras });
 const byNameSchema = z.object({ namespace: z.string().min(1).max(253).optional(), name: z.string().min(1).max(253), ...extras });
 // A Kubernetes object, e.g. what Knative's ApiServerSource sends in Resource mode.
 const byObjectSchema = z.object({ metadata: z.object({ name: z.string().min(1).max(253), namespace: z.string().min(1).max(253).optional() }) });
 
-function payloadOf(data: unknown): { key: string; reason?: string; reconcileId?: string } | undefined {
+function payloadOf(data: unknown): { key: string; reason?: string; reconcileId?: string; minResourceVersion?: string } | undefined {
   const byKey = byKeySchema.safeParse(data);
   if (byKey.success) return byKey.data;
   const byName = byNameSchema.safeParse(data);
@@ -103,6 +110,8 @@ export interface ParsedReconcileRequest {
   key: string;
   reason: string;
   reconcileId?: string;
+  /** ReconcileRequest.minResourceVersion, when the caller sent one. */
+  minResourceVersion?: string;
   mode: RequestMode;
 }
 
@@ -122,7 +131,8 @@ function fromData(data: unknown, subject: string | undefined, mode: RequestMode,
   if (!p) return { ok: false, status: 400, error: `${where}: expected {"key": "namespace/name"}, {"namespace": "…", "name": "…"} or a Kubernetes object` };
   const key = keySchema.safeParse(p.key);
   if (!key.success) return { ok: false, status: 400, error: issues(key.error, where) };
-  return { ok: true, request: { key: key.data, reason: p.reason ?? (mode === 'json' ? 'http' : 'cloudevent'), reconcileId: p.reconcileId ?? fallbackId, mode } };
+  const woken = p.minResourceVersion !== undefined ? { minResourceVersion: p.minResourceVersion } : {};
+  return { ok: true, request: { key: key.data, reason: p.reason ?? (mode === 'json' ? 'http' : 'cloudevent'), reconcileId: p.reconcileId ?? fallbackId, ...woken, mode } };
 }
 
 function parseJson(text: string, where: string): { ok: true; value: unknown } | { ok: false; status: 400; error: string } {
@@ -194,7 +204,7 @@ const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call
 export interface HttpFunctionOptions {
   def: FunctionDefinition;
   /** Runs the handler with the host's context (FunctionHost.runHandler). */
-  run: (info: Pick<ReconcileInfo, 'key' | 'reason' | 'log'>) => Promise<ReconcileOutcome | void>;
+  run: (info: Pick<ReconcileInfo, 'key' | 'reason' | 'log' | 'minResourceVersion'>) => Promise<ReconcileOutcome | void>;
   redis: RedisClient;
   prefix: string;
   log: Logger;
@@ -326,7 +336,7 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
     }
     const parsed = parseReconcileRequest(c.req.header(), await c.req.text());
     if (!parsed.ok) return answer(c, parsed.status, { status: 'invalid', error: parsed.error });
-    const { key, reason, mode } = parsed.request;
+    const { key, reason, mode, minResourceVersion } = parsed.request;
     const reconcileId = parsed.request.reconcileId ?? randomUUID();
     const log = opts.log.child({ function: fn, key, reconcileId });
 
@@ -343,7 +353,7 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
     opts.metrics?.activeWorkers.inc({ controller: fn });
     const startedAt = Date.now();
     try {
-      const result = await opts.run({ key, reason: `${reason} (${mode})`, log });
+      const result = await opts.run({ key, reason: `${reason} (${mode})`, log, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) });
       const durationMs = Date.now() - startedAt;
       const requeueAfterMs = result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0 ? Math.round(result.requeueAfterMs) : undefined;
       opts.metrics?.reconcileTotal.inc({ controller: fn, result: requeueAfterMs === undefined ? 'success' : 'requeue_after' });

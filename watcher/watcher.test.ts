@@ -308,3 +308,38 @@ describe('MapContext.list', () => {
     expect(apart.source('configmaps', 'x=y').opts.projection).toBeUndefined();
   });
 });
+
+describe('the resourceVersion handed with an enqueue (ReconcileRequest.minResourceVersion)', () => {
+  const owned = (name: string, owner: string, resourceVersion: string): KubeObject => ({
+    metadata: { name, namespace: 'ns', resourceVersion, uid: `uid-${name}`, ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: owner, uid: `uid-${owner}`, controller: true }] },
+  });
+
+  it("goes only with keys of the event's own object on a trigger of the function's primary resource", async () => {
+    const calls: string[] = [];
+    const primaryFn: FunctionDefinition = {
+      name: 'p',
+      primary: Resources.configMap,
+      // Its own ConfigMaps, and every ConfigMap event also maps to its owner (another object's key).
+      triggers: [{ resource: Resources.configMap, map: (e) => [`ns/${e.object.metadata.name}`, ...(e.object.metadata.ownerReferences ?? []).map((r) => `ns/${r.name}`)] }],
+      reconcile: async () => undefined,
+    };
+    const secondary: FunctionDefinition = { name: 's', primary: Resources.pod, triggers: [{ resource: Resources.configMap, map: mapToSelf }], reconcile: async () => undefined };
+    const { source } = harness([primaryFn, secondary], { enqueue: async (f, key, _reason, rv) => void calls.push(`${f}:${key}@${rv ?? '-'}`) });
+    await source('configmaps').add(owned('child', 'parent', '41'));
+    expect(calls).toEqual(['p:ns/child@41', 'p:ns/parent@-', 's:ns/child@-']);
+  });
+
+  it("the replay's batches carry each key's version too", async () => {
+    const got: string[] = [];
+    let leader = false;
+    const { watcher, source } = harness([{ ...fn('f', {}), primary: Resources.configMap }], {
+      isLeader: () => leader,
+      enqueueMany: async (f, keys, _reason, rvs) => void got.push(...keys.map((k, i) => `${f}:${k}@${rvs?.[i] ?? '-'}`)),
+    });
+    await source('configmaps').add({ metadata: { name: 'a', namespace: 'ns', resourceVersion: '7', uid: 'ua' } });
+    await source('configmaps').add({ metadata: { name: 'b', namespace: 'ns', resourceVersion: '9', uid: 'ub' } });
+    leader = true;
+    await expect(watcher.replayAll()).resolves.toBe(2);
+    expect(got.sort()).toEqual(['f:ns/a@7', 'f:ns/b@9']);
+  });
+});

@@ -26,13 +26,18 @@ export interface WatchSource {
 export interface WatcherOptions {
   kc: KubeConfig;
   functions: FunctionDefinition[];
-  /** Hands a key to a function's queue. */
-  enqueue: (fn: string, key: string, reason: string) => Promise<void>;
+  /**
+   * Hands a key to a function's queue. `resourceVersion` is given when the event is of the key's own object
+   * and that object is the function's primary resource (the version the run it wakes must not plan below:
+   * ReconcileRequest.minResourceVersion); keys a mapper derived from another object get none.
+   */
+  enqueue: (fn: string, key: string, reason: string, resourceVersion?: string) => Promise<void>;
   /**
    * Hands many keys to a function's queue at once (WorkQueue.addMany: pipelined). The replay on taking
    * over uses it, so replaying 1,000 objects is a few round trips; without it, one enqueue per key.
+   * `resourceVersions[i]` is keys[i]'s, as for enqueue.
    */
-  enqueueMany?: (fn: string, keys: string[], reason: string) => Promise<void>;
+  enqueueMany?: (fn: string, keys: string[], reason: string, resourceVersions?: Array<string | undefined>) => Promise<void>;
   /** Only the leader enqueues; followers keep their stores warm to take over at once. */
   isLeader: () => boolean;
   log: Logger;
@@ -50,7 +55,8 @@ export interface WatcherOptions {
   delivery?: Partial<DeliveryBufferOptions>;
 }
 
-type GroupTriggers = Array<{ fn: string; trigger: Trigger }>;
+/** `primary`: the trigger watches its function's primary resource (FunctionDefinition.primary). */
+type GroupTriggers = Array<{ fn: string; trigger: Trigger; primary: boolean }>;
 
 /** Objects replayed per batch (their keys go to WatcherOptions.enqueueMany together). */
 const REPLAY_BATCH = 1000;
@@ -87,7 +93,7 @@ export class Watcher {
         const trigger = { ...declared, namespace };
         const id = `${resourceId(trigger.resource)}|${trigger.namespace ?? '*'}|${trigger.labelSelector ?? ''}`;
         const triggers = pending.get(id) ?? [];
-        triggers.push({ fn: fn.name, trigger });
+        triggers.push({ fn: fn.name, trigger, primary: fn.primary !== undefined && resourceId(fn.primary) === resourceId(trigger.resource) });
         pending.set(id, triggers);
       }
     }
@@ -178,17 +184,18 @@ export class Watcher {
   private async replayBatch(group: WatchGroup, objects: KubeObject[]): Promise<boolean> {
     const many = this.opts.enqueueMany;
     if (!many || this.stopped || !this.opts.isLeader()) return false;
-    const buckets = new Map<string, { fn: string; reason: string; keys: Set<string> }>();
+    // Each key with the version of its own object, when the replayed object is that key's primary.
+    const buckets = new Map<string, { fn: string; reason: string; keys: Map<string, string | undefined> }>();
     for (const object of objects) {
-      for (const { fn, key, reason } of keysOf(group.triggers, { type: 'generic', object }, this.mapContext, this.opts.log)) {
+      for (const { fn, key, reason, resourceVersion } of keysOf(group.triggers, { type: 'generic', object }, this.mapContext, this.opts.log)) {
         const id = `${fn}\n${reason}`;
         let bucket = buckets.get(id);
-        if (!bucket) buckets.set(id, (bucket = { fn, reason, keys: new Set() }));
-        bucket.keys.add(key);
+        if (!bucket) buckets.set(id, (bucket = { fn, reason, keys: new Map() }));
+        if (resourceVersion !== undefined || !bucket.keys.has(key)) bucket.keys.set(key, resourceVersion);
       }
     }
     try {
-      for (const { fn, reason, keys } of buckets.values()) await many(fn, [...keys], reason);
+      for (const { fn, reason, keys } of buckets.values()) await many(fn, [...keys.keys()], reason, [...keys.values()]);
       return true;
     } catch (err) {
       this.opts.log.warn({ resource: resourceId(group.resource), objects: objects.length, err: String(err) }, 'replay: a batched enqueue failed; replaying these objects one by one');
@@ -281,9 +288,9 @@ export async function dispatchEvent(
   log: Logger,
 ): Promise<void> {
   const failures: unknown[] = [];
-  for (const { fn, key, reason } of keysOf(triggers, event, ctx, log)) {
+  for (const { fn, key, reason, resourceVersion } of keysOf(triggers, event, ctx, log)) {
     try {
-      await enqueue(fn, key, reason);
+      await enqueue(fn, key, reason, resourceVersion);
     } catch (err) {
       failures.push(err);
     }
@@ -291,14 +298,20 @@ export async function dispatchEvent(
   if (failures.length > 0) throw failures.find((e) => !isTransientSinkError(e)) ?? failures[0];
 }
 
-/** The keys one event asks each trigger's function to reconcile; a trigger that throws is logged and skipped. */
-function keysOf(triggers: GroupTriggers, event: WatchEvent, ctx: MapContext, log: Logger): Array<{ fn: string; key: string; reason: string }> {
-  const out: Array<{ fn: string; key: string; reason: string }> = [];
-  for (const { fn, trigger } of triggers) {
+/**
+ * The keys one event asks each trigger's function to reconcile; a trigger that throws is logged and skipped. A
+ * key that is the event's own object, on a trigger of the function's primary resource, carries the object's
+ * resourceVersion (queue/resource-version-order.ts: the run it wakes must not plan below it).
+ */
+function keysOf(triggers: GroupTriggers, event: WatchEvent, ctx: MapContext, log: Logger): Array<{ fn: string; key: string; reason: string; resourceVersion?: string }> {
+  const out: Array<{ fn: string; key: string; reason: string; resourceVersion?: string }> = [];
+  const own = storeKey(event.object);
+  const version = event.object.metadata.resourceVersion;
+  for (const { fn, trigger, primary } of triggers) {
     try {
       if (!passes(trigger.predicate, event)) continue;
       const reason = `${trigger.resource.kind}:${event.type}`;
-      for (const key of trigger.map(event, ctx)) out.push({ fn, key, reason });
+      for (const key of trigger.map(event, ctx)) out.push({ fn, key, reason, ...(primary && key === own && version ? { resourceVersion: version } : {}) });
     } catch (err) {
       log.error(
         { function: fn, resource: resourceId(trigger.resource), key: storeKey(event.object), event: event.type, err: err instanceof Error ? (err.stack ?? err.message) : String(err) },

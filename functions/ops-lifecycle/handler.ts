@@ -103,7 +103,7 @@ export async function reconcile(req: ReconcileRequest, ctx: HandlerContext): Pro
   const namespace = req.namespace;
   if (namespace === undefined) return;
   const cache = controlledPodCacheFor(ctx.kc, namespace);
-  const cached = cache.read(namespace, req.name, wokenBy(req.reason), (key) => ctx.enqueue(OPS_LIFECYCLE, key));
+  const cached = cache.read(namespace, req.name, wokenBy(req.reason, req.minResourceVersion), (key) => ctx.enqueue(OPS_LIFECYCLE, key));
   if (cached !== undefined) {
     try {
       cache.noteReconciled(cached, await step({ ...req, namespace }, ctx, cached));

@@ -86,3 +86,39 @@ describe('afterReconcile', () => {
     expect(afterReconcile({ uid: 'old', handled: '99', wrote: '99', echoPending: true }, at('10'))).toEqual({ uid, handled: '10', echoPending: false });
   });
 });
+
+describe('the version the queue says woke the reconcile (minResourceVersion)', () => {
+  const handledAt10: HandledPod = { uid, handled: '10', echoPending: false };
+
+  it('wokenBy carries it, and is the bare kind without it', () => {
+    expect(wokenBy('Pod:update', '15')).toEqual({ by: 'pod', atLeast: '15' });
+    expect(wokenBy('Service:update', '15')).toEqual({ by: 'other', atLeast: '15' });
+    expect(wokenBy('resync', '')).toBe('resync');
+  });
+
+  it("a cache behind another worker's newer Pod event is not used, though this process's own record would allow it", () => {
+    // This process planned from 10; the cache holds 11 (past it), but the event that woke the job was at 15.
+    expect(cacheIsFreshEnough(at('11'), 'pod', handledAt10)).toBe(true);
+    expect(cacheIsFreshEnough(at('11'), { by: 'pod', atLeast: '15' }, handledAt10)).toBe(false);
+    expect(cacheIsFreshEnough(at('15'), { by: 'pod', atLeast: '15' }, handledAt10)).toBe(true);
+  });
+
+  it('applies to requests of every kind: a Pod event folded into a Service-woken job or a resync counts', () => {
+    for (const by of ['resync', 'other'] as const) {
+      expect(cacheIsFreshEnough(at('11'), by, handledAt10)).toBe(true);
+      expect(cacheIsFreshEnough(at('11'), { by, atLeast: '12' }, handledAt10)).toBe(false);
+      expect(cacheIsFreshEnough(at('12'), { by, atLeast: '12' }, handledAt10)).toBe(true);
+    }
+  });
+
+  it("keeps today's rules on top: reaching the version is not enough without a record of the Pod", () => {
+    expect(cacheIsFreshEnough(at('15'), { by: 'pod', atLeast: '15' }, undefined)).toBe(false);
+  });
+
+  it('orders as integers, and trusts an opaque version only when equal', () => {
+    expect(cacheIsFreshEnough(at('100'), { by: 'other', atLeast: '99' }, undefined)).toBe(true);
+    expect(cacheIsFreshEnough(at('99'), { by: 'other', atLeast: '100' }, undefined)).toBe(false);
+    expect(cacheIsFreshEnough(at('abc'), { by: 'other', atLeast: 'abc' }, undefined)).toBe(true);
+    expect(cacheIsFreshEnough(at('abd'), { by: 'other', atLeast: 'abc' }, undefined)).toBe(false);
+  });
+});

@@ -1,0 +1,159 @@
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it, inject } from 'vitest';
+import { scriptKeys } from '../../queue/keys.js';
+import { keepVersion } from '../../queue/resource-version-order.js';
+import { runScript } from '../../queue/run-script.js';
+import { ENQUEUE } from '../../queue/scripts.js';
+import { KeyedWorker, type ReconcileInfo } from '../../queue/worker.js';
+import { WorkQueue } from '../../queue/work-queue.js';
+import { createLogger } from '../../runtime/log.js';
+import { waitFor } from '../harness/sandbox.js';
+
+// Issue 15's remaining gap: a queued job carried only its key and a reason, so a handler could not know the
+// resourceVersion of the event that woke it. The queue now keeps, per key, the highest version of the key's own
+// object among the events that enqueued it since its last claim, and the claim hands it over
+// (ReconcileInfo.minResourceVersion). Real Redis, the real scripts and a real KeyedWorker.
+const log = createLogger('queue-woken-version-test', 'warn');
+let redisUrl: string;
+let redis: Redis;
+const open: Array<{ close(): Promise<void> }> = [];
+
+beforeAll(() => {
+  redisUrl = inject('redisUrl');
+  redis = new Redis(redisUrl);
+});
+// A run a test holds open is let go before the workers close, even when an assertion failed first.
+const gates: Array<() => void> = [];
+afterEach(async () => {
+  for (const release of gates.splice(0)) release();
+  for (const o of open.splice(0).reverse()) await o.close();
+});
+afterAll(() => redis.disconnect());
+
+/** waitFor, with the last state seen in the timeout's message. */
+async function waitUntil(what: string, timeoutMs: number, check: () => Promise<boolean>, state: () => Promise<string> | string): Promise<void> {
+  try {
+    await waitFor(what, timeoutMs, async () => (await check()) || undefined, 50);
+  } catch (err) {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}; last seen: ${await state()}`);
+  }
+}
+function conn(): Redis {
+  const c = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  open.push({ close: async () => void c.disconnect() });
+  return c;
+}
+const prefixes = new WeakMap<WorkQueue, string>();
+function makeQueue(label: string): WorkQueue {
+  const prefix = `qv-${label}-${Math.random().toString(36).slice(2, 8)}`;
+  const q = new WorkQueue({ name: 'fn', connection: conn(), prefix });
+  prefixes.set(q, prefix);
+  open.push(q);
+  return q;
+}
+function startWorker(queue: WorkQueue, reconcile: (info: ReconcileInfo) => Promise<void>): KeyedWorker {
+  const worker = new KeyedWorker({ queue, connection: conn(), prefix: prefixes.get(queue), log, lockDurationMs: 10_000, backoff: { baseMs: 50, maxMs: 200 }, reconcile });
+  open.push(worker);
+  return worker;
+}
+
+describe('the resourceVersion a key was woken at', () => {
+  it('folds to the highest while pending (5, 12, 9 → 12), and one that arrives while active goes to the follow-up', async () => {
+    const queue = makeQueue('fold');
+    const key = 'ns/pod-a';
+    for (const v of ['5', '12', '9']) await queue.add(key, 0, 'Pod:update', v);
+    expect(await redis.zcard(queue.keys.due), 'the three events coalesced into one pending job').toBe(1);
+
+    const runs: Array<string | undefined> = [];
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((r) => (releaseFirst = r));
+    gates.push(releaseFirst);
+    startWorker(queue, async (info) => {
+      runs.push(info.minResourceVersion);
+      if (runs.length === 1) await firstHeld;
+    });
+    await waitUntil('the first run to start', 30_000, async () => runs.length >= 1, () => `runs: ${JSON.stringify(runs)}`);
+    expect(runs[0], 'the claim hands over the highest of 5, 12, 9').toBe('12');
+    expect(await redis.hget(queue.keys.versions, key), 'the claim took the version').toBeNull();
+
+    // While the first run is active: an event at 13 marks the key dirty and records 13 for the next run.
+    await queue.add(key, 0, 'Pod:update', '13');
+    expect(await redis.hget(queue.keys.versions, key)).toBe('13');
+    releaseFirst();
+    await waitUntil('the follow-up run', 30_000, async () => runs.length >= 2, () => `runs: ${JSON.stringify(runs)}`);
+    expect(runs[1], 'the follow-up gets the version that arrived while the key was active').toBe('13');
+    await waitUntil('the queue to drain', 30_000, async () => (await redis.zcard(queue.keys.due)) + (await redis.hlen(queue.keys.active)) === 0, async () => `due ${await redis.zcard(queue.keys.due)}, active ${await redis.hlen(queue.keys.active)}`);
+    expect(runs, 'exactly two runs').toHaveLength(2);
+    expect(await redis.hlen(queue.keys.versions), 'nothing left behind').toBe(0);
+  });
+
+  it('a job no event of the object made carries none, and a later event without a version keeps the recorded one', async () => {
+    const queue = makeQueue('none');
+    await queue.add('ns/plain', 0, 'resync');
+    await queue.add('ns/mixed', 0, 'Pod:update', '30');
+    await queue.add('ns/mixed', 0, 'Service:update');
+    const runs = new Map<string, string | undefined>();
+    startWorker(queue, async (info) => void runs.set(info.key, info.minResourceVersion));
+    await waitUntil('both keys to run', 30_000, async () => runs.size >= 2, () => `runs: ${JSON.stringify([...runs])}`);
+    expect(runs.get('ns/plain')).toBeUndefined();
+    expect(runs.get('ns/mixed')).toBe('30');
+  });
+
+  it('a failed run hands its version back to the retry, folded with what came meanwhile', async () => {
+    const queue = makeQueue('retry');
+    await queue.add('ns/r', 0, 'Pod:update', '40');
+    const runs: Array<string | undefined> = [];
+    startWorker(queue, async (info) => {
+      runs.push(info.minResourceVersion);
+      if (runs.length === 1) {
+        await queue.add('ns/r', 0, 'Pod:update', '38'); // an older event delivered late, while active
+        throw new Error('transient');
+      }
+    });
+    await waitUntil('the retry', 30_000, async () => runs.length >= 2, () => `runs: ${JSON.stringify(runs)}`);
+    expect(runs).toEqual(['40', '40']);
+  });
+
+  it('an enqueue with a version is still one round trip (MONITOR: commands the producer sent)', async () => {
+    const queue = makeQueue('rtt');
+    await queue.add('ns/warm-up', 0, 'Pod:update', '1'); // loads the script and BullMQ's template
+    const monitor = await redis.monitor();
+    open.push({ close: async () => void monitor.disconnect() });
+    const seen: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source !== 'lua') seen.push(args);
+    });
+    const marker = async (m: string) => {
+      await redis.echo(m);
+      await waitUntil(`MONITOR to report ${m}`, 10_000, async () => seen.some((a) => a[0]?.toLowerCase() === 'echo' && a[1] === m), () => `${seen.length} commands seen`);
+    };
+    await marker('rtt-start');
+    const N = 20;
+    for (let i = 0; i < N; i++) await queue.add(`ns/rtt-${i % 5}`, 0, 'Pod:update', String(100 + i));
+    await marker('rtt-end');
+    const from = seen.findIndex((a) => a[1] === 'rtt-start');
+    const to = seen.findIndex((a) => a[1] === 'rtt-end');
+    // Every command naming any key of this queue (BullMQ's or Ripple's), scripts or not.
+    const prefix = prefixes.get(queue)!;
+    const between = seen.slice(from + 1, to).filter((a) => a.some((x) => x.includes(prefix)));
+    expect(between.map((a) => a[0]?.toLowerCase()), `commands: ${JSON.stringify(between.map((a) => a[0]))}`).toEqual(Array.from({ length: N }, () => 'evalsha'));
+    // And the fold happened in that one script: each key holds its highest version.
+    expect(await redis.hget(queue.keys.versions, 'ns/rtt-4')).toBe('119');
+  });
+
+  it("the script's fold is keepVersion's, case by case (exact past 2^53; opaque versions: the last one wins)", async () => {
+    const queue = makeQueue('lua');
+    const keys = scriptKeys(queue.keys);
+    const cases: Array<[string, string]> = [
+      ['5', '12'], ['12', '5'], ['9', '10'], ['10', '9'], ['12', '12'],
+      ['9007199254740993', '9007199254740992'], ['9007199254740992', '9007199254740993'],
+      ['18446744073709551615', '18446744073709551614'], ['12', 'abc'], ['abc', '5'], ['abc', 'xyz'], ['-3', '2'],
+    ];
+    for (const [i, [first, second]] of cases.entries()) {
+      const key = `ns/case-${i}`;
+      // The two-step form (no BullMQ arguments): the script decides and records, the test adds no job.
+      for (const v of [first, second]) await runScript(redis, ENQUEUE, keys, [key, '0', queue.keys.jobKeyPrefix, v]);
+      expect(await redis.hget(queue.keys.versions, key), `${first} then ${second}`).toBe(keepVersion(keepVersion(undefined, first), second));
+    }
+  });
+});
