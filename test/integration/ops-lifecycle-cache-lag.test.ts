@@ -8,6 +8,7 @@ import { operationClient, type OperationAdapter } from '../../functions/ops-life
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { controlledPodCacheFor, stopControlledPodCaches, type ControlledPodCache } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { perIdKey } from '../../functions/ops-lifecycle/protocol/index.js';
+import { kubeRequest } from '../../kube/raw.js';
 import { createLogger } from '../../runtime/log.js';
 import { countGets, createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
@@ -124,5 +125,70 @@ describe('ops-lifecycle: a lagging pod cache is read past, not planned from (sce
       await waitServing(sb, ref);
     }
     expect(cache.hits - hits, `reconciles served from the cache: ${cache.hits - hits}, read past it: ${cache.behind - behind}`).toBeGreaterThan(0);
+  });
+
+  // The queue hands each reconcile the resourceVersion of the newest Pod event behind it (minResourceVersion).
+  // Here the worker's own record cannot tell the cache is stale: the cache holds a version past the one the worker
+  // last planned from (a change the lifecycle ignores), so "newer than what I handled" holds — but the event that
+  // woke the reconcile is newer still. Before the queue carried versions the reconcile planned from the held pod,
+  // found nothing to do, wrote nothing (no 409 to save it), and the operation waited for the cache's stream.
+  it("a Pod event newer than the held cache is honoured even when the cache is past this worker's own record", async () => {
+    const ref = await createControlledPod(sb, 'woken-at');
+    const serving = await waitServing(sb, ref);
+    const key = `${ref.namespace}/${ref.name}`;
+    const settled = await waitFor('the pod to stay at one version and the cache to hold it', 30_000, async () => {
+      const v = (await mustReadPod(sb, ref)).metadata.resourceVersion;
+      await sleep(1_000);
+      const now = (await mustReadPod(sb, ref)).metadata.resourceVersion;
+      return now === v && cache.heldVersion(ref.namespace, ref.name) === now ? now : undefined;
+    }).catch((err: unknown) => {
+      throw new Error(`${String(err)} (serving at ${serving.metadata.resourceVersion}, cache holds ${cache.heldVersion(ref.namespace, ref.name)})`);
+    });
+    // This worker plans from the settled pod: its record of the Pod is `settled`.
+    await ripple.host.runHandler(def, { key, reason: 'resync', log });
+
+    // A change no reconcile follows (status.message is not a lifecycle input, so the watcher's predicate drops it):
+    // the cache moves past the worker's record, and nothing plans from it.
+    await kubeRequest(sb.kc, `/api/v1/namespaces/${ref.namespace}/pods/${ref.name}/status`, {
+      method: 'PATCH',
+      body: { status: { message: 'not a lifecycle input' } },
+      contentType: 'application/merge-patch+json',
+    });
+    const ahead = await waitFor('the cache to hold the status change', 30_000, async () => {
+      const v = (await mustReadPod(sb, ref)).metadata.resourceVersion;
+      return v !== settled && cache.heldVersion(ref.namespace, ref.name) === v ? v : undefined;
+    }).catch((err: unknown) => {
+      throw new Error(`${String(err)} (settled at ${settled}, cache holds ${cache.heldVersion(ref.namespace, ref.name)})`);
+    });
+
+    const ops = operationClient({ kc: sb.kc });
+    const adapter: OperationAdapter = { id: 'woken-at', type: 'update', allowMultiType: true };
+    proxy.blackhole();
+    const hits = cache.hits;
+    const behind = cache.behind;
+    try {
+      // The operator's Begin: the watcher enqueues it with its version; the held cache never sees it.
+      expect((await ops.begin(ref, adapter)).updated).toBe(true);
+      let last: Record<string, string> = {};
+      await waitFor('the lifecycle to grant operate while the cache is held past its own record', 60_000, async () => {
+        const answer = await ops.allowOps(ref, adapter);
+        last = answer.pod.metadata.labels ?? {};
+        return answer.allowed;
+      }).catch((err: unknown) => {
+        throw new Error(
+          `${String(err)} (pod labels: ${JSON.stringify(last)}; the cache holds ${cache.heldVersion(ref.namespace, ref.name)} (settled ${settled}, ahead ${ahead}), ` +
+            `answered ${cache.hits - hits} read(s) and refused ${cache.behind - behind} since the hold)`,
+        );
+      });
+      expect(cache.heldVersion(ref.namespace, ref.name)).toBe(ahead);
+      expect(cache.hits, 'no reconcile planned from the held pod').toBe(hits);
+      expect(cache.behind).toBeGreaterThan(behind);
+    } finally {
+      proxy.resume();
+    }
+
+    await waitFor('the cache to catch up', 60_000, async () => cache.heldVersion(ref.namespace, ref.name) === (await mustReadPod(sb, ref)).metadata.resourceVersion);
+    expect((await ops.finish(ref, adapter)).updated).toBe(true);
+    await waitServing(sb, ref);
   });
 });
