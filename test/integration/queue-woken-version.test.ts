@@ -6,6 +6,8 @@ import { runScript } from '../../queue/run-script.js';
 import { ENQUEUE } from '../../queue/scripts.js';
 import { KeyedWorker, type ReconcileInfo } from '../../queue/worker.js';
 import { WorkQueue } from '../../queue/work-queue.js';
+import { httpReconcile } from '../../runtime/dispatcher.js';
+import { parseReconcileRequest, serveFunction } from '../../runtime/http-function.js';
 import { createLogger } from '../../runtime/log.js';
 import { waitFor } from '../harness/sandbox.js';
 
@@ -139,6 +141,31 @@ describe('the resourceVersion a key was woken at', () => {
     expect(between.map((a) => a[0]?.toLowerCase()), `commands: ${JSON.stringify(between.map((a) => a[0]))}`).toEqual(Array.from({ length: N }, () => 'evalsha'));
     // And the fold happened in that one script: each key holds its highest version.
     expect(await redis.hget(queue.keys.versions, 'ns/rtt-4')).toBe('119');
+  });
+
+  it('a dispatched job carries it to an HTTP function (ripple serve); a malformed one is refused with 400', async () => {
+    const got: Array<string | undefined> = [];
+    const served = await serveFunction({
+      def: { name: 'fn', triggers: [], reconcile: async () => undefined },
+      run: async (info) => void got.push(info.minResourceVersion),
+      redis: conn(),
+      prefix: `qv-http-${Math.random().toString(36).slice(2, 8)}`,
+      log,
+      token: 'woken-token',
+      port: 0,
+      hostname: '127.0.0.1',
+    });
+    open.push(served);
+    const dispatch = httpReconcile({ fn: 'fn', url: `http://127.0.0.1:${served.port}/`, token: 'woken-token', timeoutMs: 10_000 });
+    const base = { key: 'ns/p', reason: 'Pod:update', reconcileId: 'r1', log, token: '1', signal: new AbortController().signal };
+    await dispatch({ ...base, minResourceVersion: '9007199254740993' });
+    await dispatch({ ...base, reconcileId: 'r2' });
+    expect(got).toEqual(['9007199254740993', undefined]);
+
+    const bad = parseReconcileRequest({ 'content-type': 'application/json' }, JSON.stringify({ key: 'ns/p', minResourceVersion: 'has space' }));
+    expect(bad.ok).toBe(false);
+    const good = parseReconcileRequest({ 'content-type': 'application/json' }, JSON.stringify({ key: 'ns/p', minResourceVersion: '42' }));
+    expect(good.ok && good.request.minResourceVersion).toBe('42');
   });
 
   it("the script's fold is keepVersion's, case by case (exact past 2^53; opaque versions: the last one wins)", async () => {
