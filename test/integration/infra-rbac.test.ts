@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { allFunctions } from '../../functions/index.js';
+import { ControlledPodCache } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { ChildrenCache } from '../../functions/reconcile-modelserving/children-cache.js';
 import { KubeApiError, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, type ResourceRef } from '../../kube/resources.js';
@@ -50,6 +51,28 @@ function kubeconfigWithToken(admin: KubeConfig, token: string): KubeConfig {
     currentContext: 'sa',
   });
   return kc;
+}
+
+/**
+ * Applies kustomize components re-homed into this test's namespace (cluster-wide names prefixed), as an overlay
+ * would; answers the cluster-scoped objects made, for the clean-up.
+ */
+function applyComponents(dirs: string[]): Array<{ kind: string; name: string }> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ripple-rbac-'));
+  try {
+    const components = dirs.map((d) => `  - ${path.relative(dir, d)}`).join('\n');
+    writeFileSync(path.join(dir, 'kustomization.yaml'), `namespace: ${ns()}\nnamePrefix: ${prefix}\ncomponents:\n${components}\n`);
+    const built = spawnSync(kubectlBin, ['kustomize', dir], { encoding: 'utf8' });
+    if (built.status !== 0) throw new Error(built.stderr);
+    const applied = spawnSync(kubectlBin, ['--kubeconfig', inject('kubeconfig'), 'apply', '-f', '-'], { input: built.stdout, encoding: 'utf8' });
+    if (applied.status !== 0) throw new Error(applied.stderr);
+    return parseAllDocuments(built.stdout)
+      .map((d) => objectSchema.parse(d.toJS()))
+      .filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')
+      .map((o) => ({ kind: o.kind, name: o.metadata.name }));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The HTTP status of a request with this identity's token (2xx/404 = allowed, 403 = refused). */
@@ -95,22 +118,7 @@ const pod = (name: string) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name
 beforeAll(async () => {
   sb = await openSandbox('rbac');
   prefix = `${sb.namespace}-`;
-  // A kustomization of every identity, re-homed into this test's namespace.
-  const dir = mkdtempSync(path.join(tmpdir(), 'ripple-rbac-'));
-  try {
-    const components = IDENTITIES.map((id) => `  - ${path.relative(dir, path.join(root, 'infra', 'deploy', 'rbac', id))}`).join('\n');
-    writeFileSync(path.join(dir, 'kustomization.yaml'), `namespace: ${ns()}\nnamePrefix: ${prefix}\ncomponents:\n${components}\n`);
-    const built = spawnSync(kubectlBin, ['kustomize', dir], { encoding: 'utf8' });
-    if (built.status !== 0) throw new Error(built.stderr);
-    clusterScoped = parseAllDocuments(built.stdout)
-      .map((d) => objectSchema.parse(d.toJS()))
-      .filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')
-      .map((o) => ({ kind: o.kind, name: o.metadata.name }));
-    const applied = spawnSync(kubectlBin, ['--kubeconfig', inject('kubeconfig'), 'apply', '-f', '-'], { input: built.stdout, encoding: 'utf8' });
-    if (applied.status !== 0) throw new Error(applied.stderr);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  clusterScoped = applyComponents(IDENTITIES.map((id) => path.join(root, 'infra', 'deploy', 'rbac', id)));
   const core = sb.kc.makeApiClient(CoreV1Api);
   for (const id of IDENTITIES) {
     const tr = await core.createNamespacedServiceAccountToken({ name: serviceAccount(id), namespace: ns(), body: { spec: { expirationSeconds: 900, audiences: [] } } });
@@ -228,6 +236,26 @@ describe('least-privilege RBAC, with real ServiceAccount tokens', () => {
     await refused(id, 'DELETE', `${pods()}/lifecycle-target`);
     await refused(id, 'PATCH', `/api/v1/namespaces/${ns()}/services/absent`, { spec: {} }, 'application/merge-patch+json');
     await sb.core.patchNamespacedPod({ namespace: ns(), name: 'lifecycle-target', body: [{ op: 'remove', path: '/metadata/finalizers' }] }).catch(() => undefined);
+
+    // The controlled-pod cache (pod-access/pod-cache.ts) list-watches with this token: without watch it never
+    // streams, and every resync and event-woken reconcile reads its Pod live.
+    const cache = new ControlledPodCache(tokens.get(id)!, ns(), log, () => undefined);
+    try {
+      await waitFor('the controlled-pod cache to list and watch with the worker token', 30_000, async () => cache.ready());
+    } finally {
+      await cache.stop();
+    }
+  });
+
+  it('ops-lifecycle with GraceDelete: the grace-delete component, and only it, lets the function delete pods', async () => {
+    const id = 'ops-lifecycle';
+    await sb.core.createNamespacedPod({ namespace: ns(), body: pod('grace-target') });
+    await refused(id, 'DELETE', `${pods()}/grace-target`);
+    // Beside the function's identity, as an overlay adds it (the binding's subject is that ServiceAccount).
+    const identity = path.join(root, 'infra', 'deploy', 'rbac', id);
+    clusterScoped.push(...applyComponents([identity, path.join(identity, 'grace-delete')]));
+    await waitFor('the grace-delete binding to take effect', 10_000, async () => (await status(id, 'DELETE', `${pods()}/grace-target`)) !== 403, 200);
+    await refused(id, 'POST', pods(), pod('by-lifecycle'));
   });
 
   it('emit-events: creates and patches Events — and reads nothing', async () => {

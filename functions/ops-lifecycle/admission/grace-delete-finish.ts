@@ -1,4 +1,5 @@
 import type { HandlerContext } from '../../../runtime/function.js';
+import { isStatus } from '../../../kube/raw.js';
 import { deletePodExactly } from '../pod-access/pod-api.js';
 import { podStateOf, type LifecyclePod } from '../pod-access/pod.js';
 import { nanosFromDate } from '../protocol/index.js';
@@ -19,7 +20,12 @@ import { GRACE_DELETE_ADAPTER, GRACE_DELETE_ANNOTATION, graceDeleteDue } from '.
 export async function finishGraceDelete(ctx: Pick<HandlerContext, 'kc' | 'now' | 'events' | 'log'>, pod: LifecyclePod): Promise<boolean> {
   if (!graceDeleteDue(podStateOf(pod), nanosFromDate(ctx.now()))) return false;
   const { namespace = '', name, uid, resourceVersion } = pod.metadata;
-  await deletePodExactly(ctx.kc, pod);
+  await deletePodExactly(ctx.kc, pod).catch((err: unknown) => {
+    // Deleting is granted apart from the function's identity (infra/deploy/rbac/ops-lifecycle/grace-delete), so a
+    // deployment that turned GraceDelete on without it gets a refusal that says what to add; retried with backoff.
+    if (!isStatus(err, 403)) throw err;
+    throw new Error(`GraceDelete: may not delete pod ${namespace}/${name} (${String(err)}); add the RBAC component infra/deploy/rbac/ops-lifecycle/grace-delete to the ops-lifecycle function's identity`);
+  });
   const message =
     `deleted: the DELETE refused by GraceDelete began lifecycle ${GRACE_DELETE_ADAPTER.id} (${GRACE_DELETE_ANNOTATION}), ` +
     `which now holds operate.podopslifecycle.kusionstack.io/${GRACE_DELETE_ADAPTER.id}`;
