@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definition as opsLifecycle } from '../../functions/ops-lifecycle/definition.js';
 import { CONTROL_LABEL } from '../../functions/ops-lifecycle/client/index.js';
 import { LabelPrefix, PROTECTION_FINALIZER_PREFIX } from '../../functions/ops-lifecycle/protocol/index.js';
+import { isConflict } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
 import { LIFECYCLE_DELETION_FINALIZER, LIFECYCLE_OPT_IN_ANNOTATION } from '../../functions/reconcile-modelserving/lifecycle.js';
 import { kubeRequest } from '../../kube/raw.js';
 import { objectPath, Resources } from '../../kube/resources.js';
@@ -35,10 +36,18 @@ async function recordDeletions(sb: TestSandbox, name: string) {
   return { begun, deleted, stop: () => w.stop() };
 }
 
+/** The Pod's finalizers set to exactly these, read-modify-write; the lifecycle and KWOK write the Pod meanwhile, so a conflict reads again. */
 async function setFinalizers(sb: TestSandbox, pod: string, finalizers: string[]): Promise<void> {
-  const current = await sb.core.readNamespacedPod({ name: pod, namespace: sb.namespace });
-  current.metadata = { ...current.metadata, finalizers };
-  await sb.core.replaceNamespacedPod({ name: pod, namespace: sb.namespace, body: current });
+  for (let attempt = 0; ; attempt++) {
+    const current = await sb.core.readNamespacedPod({ name: pod, namespace: sb.namespace });
+    current.metadata = { ...current.metadata, finalizers };
+    try {
+      await sb.core.replaceNamespacedPod({ name: pod, namespace: sb.namespace, body: current });
+      return;
+    } catch (err) {
+      if (!isConflict(err) || attempt >= 20) throw err;
+    }
+  }
 }
 
 describe('ops-lifecycle: opted-in ModelServing pods are drained (scenario 5)', () => {
