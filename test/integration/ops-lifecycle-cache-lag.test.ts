@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationClient, type OperationAdapter } from '../../functions/ops-lifecycle/client/index.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { controlledPodCacheFor, stopControlledPodCaches, type ControlledPodCache } from '../../functions/ops-lifecycle/pod-access/pod-cache.js';
+import type { PodRef } from '../../functions/ops-lifecycle/pod-access/pod.js';
 import { perIdKey } from '../../functions/ops-lifecycle/protocol/index.js';
 import { kubeRequest } from '../../kube/raw.js';
 import { createLogger } from '../../runtime/log.js';
@@ -14,6 +15,18 @@ import { countGets, createControlledPod, mustReadPod, sleep, waitServing } from 
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 import { TcpProxy } from '../harness/tcp-proxy.js';
+
+/** Waits for the lifecycle to grant `adapter` operate on `ref`; a timeout says the labels last seen and `detail()`. */
+async function waitGranted(ops: ReturnType<typeof operationClient>, ref: PodRef, adapter: OperationAdapter, when: string, detail: () => string): Promise<void> {
+  let last: Record<string, string> = {};
+  await waitFor(`the lifecycle to grant operate ${when}`, 60_000, async () => {
+    const answer = await ops.allowOps(ref, adapter);
+    last = answer.pod.metadata.labels ?? {};
+    return answer.allowed;
+  }).catch((err: unknown) => {
+    throw new Error(`${String(err)} (pod labels: ${JSON.stringify(last)}; ${detail()})`);
+  });
+}
 
 describe('ops-lifecycle: a lagging pod cache is read past, not planned from (scenario 7)', () => {
   let sb: TestSandbox;
@@ -67,17 +80,7 @@ describe('ops-lifecycle: a lagging pod cache is read past, not planned from (sce
     try {
       // The operator's write goes straight to the API server; the watcher sees it, the cache does not.
       expect((await ops.begin(ref, adapter)).updated).toBe(true);
-      let last: Record<string, string> = {};
-      await waitFor('the lifecycle to grant operate while the cache is held', 60_000, async () => {
-        const answer = await ops.allowOps(ref, adapter);
-        last = answer.pod.metadata.labels ?? {};
-        return answer.allowed;
-      }).catch((err: unknown) => {
-        throw new Error(
-          `${String(err)} (pod labels: ${JSON.stringify(last)}; the cache holds ${cache.heldVersion(ref.namespace, ref.name)}, ` +
-            `answered ${cache.hits - hits} read(s) and refused ${cache.behind - behind} since the hold)`,
-        );
-      });
+      await waitGranted(ops, ref, adapter, 'while the cache is held', () => `the cache holds ${cache.heldVersion(ref.namespace, ref.name)}, answered ${cache.hits - hits} read(s) and refused ${cache.behind - behind} since the hold`);
       const operating = await mustReadPod(sb, ref);
       expect(operating.metadata.labels?.[perIdKey('operate', adapter.id)]).toMatch(/^\d{19}$/);
       // The hold held: the cache never saw any of it, and every reconcile since read past it.
@@ -169,17 +172,7 @@ describe('ops-lifecycle: a lagging pod cache is read past, not planned from (sce
     try {
       // The operator's Begin: the watcher enqueues it with its version; the held cache never sees it.
       expect((await ops.begin(ref, adapter)).updated).toBe(true);
-      let last: Record<string, string> = {};
-      await waitFor('the lifecycle to grant operate while the cache is held past its own record', 60_000, async () => {
-        const answer = await ops.allowOps(ref, adapter);
-        last = answer.pod.metadata.labels ?? {};
-        return answer.allowed;
-      }).catch((err: unknown) => {
-        throw new Error(
-          `${String(err)} (pod labels: ${JSON.stringify(last)}; the cache holds ${cache.heldVersion(ref.namespace, ref.name)} (settled ${settled}, ahead ${ahead}), ` +
-            `answered ${cache.hits - hits} read(s) and refused ${cache.behind - behind} since the hold)`,
-        );
-      });
+      await waitGranted(ops, ref, adapter, 'while the cache is held past its own record', () => `the cache holds ${cache.heldVersion(ref.namespace, ref.name)} (settled ${settled}, ahead ${ahead}), answered ${cache.hits - hits} read(s) and refused ${cache.behind - behind} since the hold`);
       expect(cache.heldVersion(ref.namespace, ref.name)).toBe(ahead);
       expect(cache.hits, 'no reconcile planned from the held pod').toBe(hits);
       expect(cache.behind).toBeGreaterThan(behind);
