@@ -96,6 +96,14 @@ export interface Trigger {
    * without managedFields. A watch shared by several triggers keeps the union.
    */
   projection?: Projection;
+  /**
+   * A batch window (ms): a key this trigger asks for is reconciled this long after the event rather than at
+   * once. The earliest request for a key wins (queue contract 4), so a burst of events for one key — the pods
+   * of a ModelServing turning Ready one after another — ends in one reconcile at most this late instead of one
+   * per event. The Kubernetes Job and EndpointSlice controllers batch their pod updates the same way. Default:
+   * none (at once).
+   */
+  batchMs?: number;
 }
 
 /** What a function's metrics and resync hooks may read (state lives in Redis, not the process). */

@@ -343,3 +343,13 @@ describe('the resourceVersion handed with an enqueue (ReconcileRequest.minResour
     expect(got.sort()).toEqual(['f:ns/a@7', 'f:ns/b@9']);
   });
 });
+
+describe("a trigger's batch window (Trigger.batchMs)", () => {
+  it('asks for its keys that long after the event; triggers without one ask at once', async () => {
+    const calls: string[] = [];
+    const batched = fn('batched', { batchMs: 100 });
+    const { source } = harness([batched, fn('direct', {})], { enqueue: async (f, key, _reason, _rv, delayMs) => void calls.push(`${f}:${key}+${delayMs ?? 0}`) });
+    await source('configmaps').add(cm('a'));
+    expect(calls).toEqual(['batched:ns/a+100', 'direct:ns/a+0']);
+  });
+});

@@ -29,9 +29,10 @@ export interface WatcherOptions {
   /**
    * Hands a key to a function's queue. `resourceVersion` is given when the event is of the key's own object
    * and that object is the function's primary resource (the version the run it wakes must not plan below:
-   * ReconcileRequest.minResourceVersion); keys a mapper derived from another object get none.
+   * ReconcileRequest.minResourceVersion); keys a mapper derived from another object get none. `delayMs`: the
+   * trigger's batch window (Trigger.batchMs), when it has one.
    */
-  enqueue: (fn: string, key: string, reason: string, resourceVersion?: string) => Promise<void>;
+  enqueue: (fn: string, key: string, reason: string, resourceVersion?: string, delayMs?: number) => Promise<void>;
   /**
    * Hands many keys to a function's queue at once (WorkQueue.addMany: pipelined). The replay on taking
    * over uses it, so replaying 1,000 objects is a few round trips; without it, one enqueue per key.
@@ -288,9 +289,9 @@ export async function dispatchEvent(
   log: Logger,
 ): Promise<void> {
   const failures: unknown[] = [];
-  for (const { fn, key, reason, resourceVersion } of keysOf(triggers, event, ctx, log)) {
+  for (const { fn, key, reason, resourceVersion, delayMs } of keysOf(triggers, event, ctx, log)) {
     try {
-      await enqueue(fn, key, reason, resourceVersion);
+      await enqueue(fn, key, reason, resourceVersion, delayMs);
     } catch (err) {
       failures.push(err);
     }
@@ -303,15 +304,16 @@ export async function dispatchEvent(
  * key that is the event's own object, on a trigger of the function's primary resource, carries the object's
  * resourceVersion (queue/resource-version-order.ts: the run it wakes must not plan below it).
  */
-function keysOf(triggers: GroupTriggers, event: WatchEvent, ctx: MapContext, log: Logger): Array<{ fn: string; key: string; reason: string; resourceVersion?: string }> {
-  const out: Array<{ fn: string; key: string; reason: string; resourceVersion?: string }> = [];
+function keysOf(triggers: GroupTriggers, event: WatchEvent, ctx: MapContext, log: Logger): Array<{ fn: string; key: string; reason: string; resourceVersion?: string; delayMs?: number }> {
+  const out: Array<{ fn: string; key: string; reason: string; resourceVersion?: string; delayMs?: number }> = [];
   const own = storeKey(event.object);
   const version = event.object.metadata.resourceVersion;
   for (const { fn, trigger, primary } of triggers) {
     try {
       if (!passes(trigger.predicate, event)) continue;
       const reason = `${trigger.resource.kind}:${event.type}`;
-      for (const key of trigger.map(event, ctx)) out.push({ fn, key, reason, ...(primary && key === own && version ? { resourceVersion: version } : {}) });
+      const batch = trigger.batchMs ? { delayMs: trigger.batchMs } : {};
+      for (const key of trigger.map(event, ctx)) out.push({ fn, key, reason, ...(primary && key === own && version ? { resourceVersion: version } : {}), ...batch });
     } catch (err) {
       log.error(
         { function: fn, resource: resourceId(trigger.resource), key: storeKey(event.object), event: event.type, err: err instanceof Error ? (err.stack ?? err.message) : String(err) },

@@ -14,6 +14,12 @@ export const modelServingConfigSchema = z.object({
   MODELSERVING_CONCURRENCY: z.coerce.number().int().positive().default(8),
   /** API requests in flight per reconcile while applying one stage of a plan (pod creates, deletes). */
   MODELSERVING_APPLY_CONCURRENCY: z.coerce.number().int().positive().default(8),
+  /**
+   * Batch window for child events (Trigger.batchMs): a Pod or Service event reconciles its ModelServing this
+   * long after it, so the pods of a group turning Ready one after another make one reconcile, not one each.
+   * 0 reconciles on every event at once. The ModelServing's own events are never delayed.
+   */
+  MODELSERVING_CHILD_BATCH_MS: z.coerce.number().int().nonnegative().default(100),
   /** Pods no scheduler has looked at for this long are reported on status. */
   MODELSERVING_UNSCHEDULED_AFTER_SECONDS: z.coerce.number().int().positive().default(60),
   /**

@@ -21,13 +21,14 @@ const toOwner = mapToControllerOwner({ group: MODEL_SERVING_GROUP, kind: MODEL_S
  */
 export function definition(env: Readonly<Record<string, string | undefined>> = process.env): FunctionDefinition {
   const config = modelServingConfig(env);
+  const batchMs = config.MODELSERVING_CHILD_BATCH_MS;
   return {
     name: RECONCILE_MODELSERVING,
     primary: Resources.modelServing,
     triggers: [
       { resource: Resources.modelServing, predicate: modelServingChanged, map: mapToSelf, projection: ONLY_METADATA },
-      { resource: Resources.pod, labelSelector: CHILDREN_SELECTOR, predicate: podFactsChanged, map: toOwner, projection: keepFields('spec.nodeName', 'status.phase', 'status.conditions', 'status.containerStatuses', 'status.initContainerStatuses') },
-      { resource: Resources.service, labelSelector: CHILDREN_SELECTOR, predicate: serviceChanged, map: toOwner, projection: ONLY_METADATA },
+      { resource: Resources.pod, labelSelector: CHILDREN_SELECTOR, predicate: podFactsChanged, map: toOwner, batchMs, projection: keepFields('spec.nodeName', 'status.phase', 'status.conditions', 'status.containerStatuses', 'status.initContainerStatuses') },
+      { resource: Resources.service, labelSelector: CHILDREN_SELECTOR, predicate: serviceChanged, map: toOwner, batchMs, projection: ONLY_METADATA },
       // A ControllerRevision only matters when someone removes it (it is recreated for the update revision).
       { resource: Resources.controllerRevision, labelSelector: CHILDREN_SELECTOR, predicate: onlyEvents('delete'), map: toOwner, projection: ONLY_METADATA },
       { resource: Resources.podGroup, labelSelector: CHILDREN_SELECTOR, optional: true, predicate: onlyEvents('delete'), map: toOwner, projection: ONLY_METADATA },
