@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deletionAdapter, operationClient } from '../../functions/ops-lifecycle/client/index.js';
 import { GRACE_DELETE_ADAPTER, GRACE_DELETE_ANNOTATION } from '../../functions/ops-lifecycle/admission/grace-delete.js';
+import { finishGraceDelete } from '../../functions/ops-lifecycle/admission/grace-delete-finish.js';
+import { lifecyclePodSchema } from '../../functions/ops-lifecycle/pod-access/pod.js';
+import { createLogger } from '../../runtime/log.js';
 import { definition as emitEvents } from '../../functions/emit-events/definition.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { CONTROL_LABEL, Label, perIdKey, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
@@ -106,6 +109,26 @@ describe('ops-lifecycle webhook: delete through the lifecycle (GraceDelete) on',
     } finally {
       rec.stop();
     }
+  });
+
+  it('a Pod someone else deleted before the lifecycle could: the grace delete counts as done and sends no GraceDeleted Event', async () => {
+    // The Pod as the lifecycle last planned from it (its GraceDelete round holds operate), gone from the API server since.
+    const TS = '1799999999000000000';
+    const id = GRACE_DELETE_ADAPTER.id;
+    const gone = lifecyclePodSchema.parse({
+      metadata: {
+        name: 'deleted-meanwhile',
+        namespace: sb.namespace,
+        uid: '00000000-0000-0000-0000-000000000001',
+        resourceVersion: '1',
+        labels: { [CONTROL_LABEL]: 'true', [perIdKey('operating', id)]: TS, [perIdKey('operationType', id)]: 'delete', [perIdKey('operate', id)]: TS },
+        annotations: { [GRACE_DELETE_ANNOTATION]: TS },
+      },
+    });
+    const emitted: string[] = [];
+    const done = await finishGraceDelete({ kc: sb.kc, now: () => new Date(), log: createLogger('test', 'silent'), events: { emit: async (e) => void emitted.push(e.reason) } }, gone);
+    expect(done).toBe(true);
+    expect(emitted).toEqual([]);
   });
 
   it('a pod-delete round the user began (not GraceDelete) is never deleted by the lifecycle; the user\'s DELETE goes through once operate is granted', async () => {

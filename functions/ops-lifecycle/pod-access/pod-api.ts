@@ -46,13 +46,18 @@ export async function patchServiceReady(kc: KubeConfig, pod: LifecyclePod, condi
   return lifecyclePodSchema.parse(await kubeRequest(kc, path, { method: 'PATCH', body, contentType: STRATEGIC_MERGE_PATCH }));
 }
 
-/** Deletes exactly this instance at this version; 404 counts as done (deletion is idempotent). */
-export async function deletePodExactly(kc: KubeConfig, pod: LifecyclePod): Promise<void> {
+/**
+ * Deletes exactly this instance at this version; 404 counts as done (deletion is idempotent). True when this
+ * call deleted it, false when it was already gone.
+ */
+export async function deletePodExactly(kc: KubeConfig, pod: LifecyclePod): Promise<boolean> {
   const path = objectPath(Resources.pod, pod.metadata.namespace, pod.metadata.name);
   try {
     await kubeRequest(kc, path, { method: 'DELETE', body: deletePreconditions(pod.metadata) });
+    return true;
   } catch (err) {
     if (!isStatus(err, 404)) throw err;
+    return false;
   }
 }
 
