@@ -2,44 +2,51 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../runtime/log.js';
 import { ObjectStore } from '../../../watcher/store.js';
-import { armedPodWakes, firstListLacksPod, podChanged, podWakeWatches, setWakeWatchLimit } from './pod-wake.js';
+import { armedPodWakes, firstListShowsChange, podChanged, podWakeWatches, setWakeWatchLimit } from './pod-wake.js';
 import type { LifecyclePod } from './pod.js';
 
 const pod = (uid: string): LifecyclePod => ({ metadata: { namespace: 'ns', name: 'p', uid, resourceVersion: '5' } }) as LifecyclePod;
 
 /** A watch whose first list has (or has not yet) been delivered into `store`. */
 function watchOf(store: ObjectStore, synced: () => boolean) {
-  return { store, health: () => ({ resource: 'pods', up: true, synced: synced(), relists: 1 }) } as Parameters<typeof firstListLacksPod>[0];
+  return { store, health: () => ({ resource: 'pods', up: true, synced: synced(), relists: 1 }) } as Parameters<typeof firstListShowsChange>[0];
 }
 
-describe('firstListLacksPod (a Pod deleted before the wake watch first lists it)', () => {
+describe('firstListShowsChange (a Pod deleted, or changed, before the wake first sees the list)', () => {
   it('is true after the first list when the store lacks the Pod', async () => {
-    expect(await firstListLacksPod(watchOf(new ObjectStore(), () => true), pod('a'), () => true)).toBe(true);
+    expect(await firstListShowsChange(watchOf(new ObjectStore(), () => true), pod('a'), () => '5')).toBe(true);
   });
 
   it('is true when the store holds another Pod of that name (another uid)', async () => {
     const store = new ObjectStore();
     store.apply('ADDED', pod('b'));
-    expect(await firstListLacksPod(watchOf(store, () => true), pod('a'), () => true)).toBe(true);
+    expect(await firstListShowsChange(watchOf(store, () => true), pod('a'), () => '5')).toBe(true);
   });
 
-  it('is false when the store holds the Pod itself', async () => {
+  it('is false when the store holds the Pod itself at the version waited on', async () => {
     const store = new ObjectStore();
     store.apply('ADDED', pod('a'));
-    expect(await firstListLacksPod(watchOf(store, () => true), pod('a'), () => true)).toBe(false);
+    expect(await firstListShowsChange(watchOf(store, () => true), pod('a'), () => '5')).toBe(false);
+  });
+
+  it('is true when the store already holds the Pod past the version waited on (listed before the wait followed it)', async () => {
+    const store = new ObjectStore();
+    store.apply('ADDED', { ...pod('a'), metadata: { ...pod('a').metadata, resourceVersion: '21' } });
+    expect(await firstListShowsChange(watchOf(store, () => true), pod('a'), () => '20')).toBe(true);
+    expect(await firstListShowsChange(watchOf(store, () => true), pod('a'), () => '21')).toBe(false);
   });
 
   it('waits for the first list, and gives up (false) once the watch is disarmed before it syncs', async () => {
     let synced = false;
     let live = true;
-    const answer = firstListLacksPod(watchOf(new ObjectStore(), () => synced), pod('a'), () => live);
+    const answer = firstListShowsChange(watchOf(new ObjectStore(), () => synced), pod('a'), () => (live ? '5' : undefined));
     const settled = await Promise.race([answer.then(() => true), new Promise((r) => setTimeout(r, 300)).then(() => false)]);
     expect(settled).toBe(false);
     live = false;
     expect(await answer).toBe(false);
     // A disarmed watch that syncs later changes nothing.
     synced = true;
-    expect(await firstListLacksPod(watchOf(new ObjectStore(), () => synced), pod('a'), () => live)).toBe(false);
+    expect(await firstListShowsChange(watchOf(new ObjectStore(), () => synced), pod('a'), () => (live ? '5' : undefined))).toBe(false);
   });
 });
 

@@ -150,7 +150,9 @@ function fireOnce(key: string, slot: { entry?: Armed }, log: Logger): void {
   if (current === undefined || armed.get(key) !== current) return;
   disarm(key, current);
   for (const resolve of [...current.waiters]) resolve();
-  current.wake?.().catch((err: unknown) => log.info({ err: String(err), pod: key }, 'waking the owner after a pod change failed'));
+  const wake = current.wake;
+  // Never inside this call: a wake that throws at once must not reach the cache or watch delivering the event.
+  if (wake) void Promise.resolve().then(wake).catch((err: unknown) => log.info({ err: String(err), pod: key }, 'waking the owner after a pod change failed'));
 }
 
 /** The expiry of a wait nobody re-armed: whoever still awaits reads the Pod again then. */
@@ -196,11 +198,16 @@ function fromCache(kc: KubeConfig, pod: LifecyclePod, log: Logger, key: string, 
     // Already past the version asked about: fire once the caller has registered its waiter or callback.
     setImmediate(fire);
   } else if (!listed) {
-    void firstListLacksPod(view, pod, () => armed.get(key) === slot.entry).then((gone) => {
-      if (gone) fire();
+    void firstListShowsChange(view, pod, () => armedVersion(key, slot)).then((changed) => {
+      if (changed) fire();
     });
   }
   return slot.entry;
+}
+
+/** The version the wait in `slot` is armed at, while it is the one armed for `key`. */
+function armedVersion(key: string, slot: { entry?: Armed }): string | undefined {
+  return slot.entry !== undefined && armed.get(key) === slot.entry ? slot.entry.version : undefined;
 }
 
 /** Makes and registers the watch of `pod` alone (called outside any reconcile's scope); undefined past WAKE_WATCH_LIMIT. */
@@ -233,8 +240,8 @@ function startWatch(kc: KubeConfig, pod: LifecyclePod, log: Logger, key: string,
   });
   slot.entry = { source: 'watch', close: () => watch.stop(), version, waiters: new Set(), expiry: expiryOf(key, slot) };
   armed.set(key, slot.entry);
-  void firstListLacksPod(watch, pod, () => armed.get(key) === slot.entry).then((gone) => {
-    if (gone) fire();
+  void firstListShowsChange(watch, pod, () => armedVersion(key, slot)).then((changed) => {
+    if (changed) fire();
   });
   return slot.entry;
 }
@@ -243,18 +250,23 @@ function startWatch(kc: KubeConfig, pod: LifecyclePod, log: Logger, key: string,
 const SYNC_POLL_MS = 100;
 
 /**
- * Whether the watch's first list found no Pod of `pod`'s uid: a Pod deleted before that list brings no delete
- * event (the store never held it), so without this its waiter would sleep until the fallback and the watch stay
- * open until WAKE_WATCH_MAX_MS. False if the watch is disarmed before it syncs.
+ * Whether the watch's first list already shows a change of `pod`: no Pod of its uid (a Pod deleted before that
+ * list brings no delete event, since the store never held it), or the Pod past the version waited on (a cache
+ * still listing when the wait began may have stored the newer Pod before the wait followed it). Without this
+ * the waiter would sleep until the fallback and the watch stay open until WAKE_WATCH_MAX_MS. `waitedOn` is the
+ * version the wait is armed at, undefined once it is disarmed (then false, without waiting any longer).
  */
-export async function firstListLacksPod(watch: Pick<ListWatch, 'health' | 'store'>, pod: LifecyclePod, live: () => boolean): Promise<boolean> {
+export async function firstListShowsChange(watch: Pick<ListWatch, 'health' | 'store'>, pod: LifecyclePod, waitedOn: () => string | undefined): Promise<boolean> {
   while (!watch.health().synced) {
-    if (!live()) return false;
+    if (waitedOn() === undefined) return false;
     await new Promise((r) => setTimeout(r, SYNC_POLL_MS).unref());
   }
-  if (!live()) return false;
+  const version = waitedOn();
+  if (version === undefined) return false;
   const held = watch.store.get(storeKey(pod));
-  return held === undefined || held.metadata.uid !== pod.metadata.uid;
+  if (held === undefined || held.metadata.uid !== pod.metadata.uid) return true;
+  const heldVersion = held.metadata.resourceVersion;
+  return heldVersion !== undefined && isNewer(heldVersion, version);
 }
 
 /** How many Pods are waited on for an owner now, by either source (tests check none is left behind). */
