@@ -171,7 +171,16 @@ export class ControlledPodCache {
   private onEvent(e: WatchEvent): void {
     const key = storeKey(e.object);
     const following = this.followers.get(key);
-    if (following) for (const listener of [...following]) listener(e);
+    // A follower that throws is its own bug: the others, and this cache's bookkeeping below, still see the event.
+    if (following) {
+      for (const listener of [...following]) {
+        try {
+          listener(e);
+        } catch (err) {
+          this.log.error({ err: String(err), pod: key }, 'a follower of this pod threw on its event');
+        }
+      }
+    }
     if (e.type === 'delete') this.handled.delete(key);
     const read = this.readAt.get(key);
     if (read === undefined) return;
