@@ -33,9 +33,19 @@ describe('keepVersion', () => {
     expect(keepVersion('abc', 'xyz')).toBe('xyz');
     expect(keepVersion('-3', '2')).toBe('2');
     expect(keepVersion('1e3', '5')).toBe('5');
+    // Leading zeros are not how etcd writes a revision: '009' is opaque, not 9 (nor above 10).
+    expect(keepVersion('10', '009')).toBe('009');
+    expect(keepVersion('009', '10')).toBe('10');
   });
 
   it('takes the first version a key gets', () => {
     expect(keepVersion(undefined, '7')).toBe('7');
+  });
+});
+
+describe('keepVersion with no version', () => {
+  it('an empty version changes nothing (the script ignores it too)', () => {
+    expect(keepVersion('12', '')).toBe('12');
+    expect(keepVersion(undefined, '')).toBeUndefined();
   });
 });

@@ -7,16 +7,19 @@
  * Versions are etcd revisions written in decimal. They are compared as strings, never as numbers: Lua's
  * numbers are doubles and lose integers past 2^53, and a revision is a 64-bit integer. A longer decimal
  * string is the larger number, then equal lengths compare character by character (kube/resource-version.ts
- * orders the same way with BigInt). A version that is not a decimal integer cannot be ordered: the one that
- * arrived last is kept, as the newest event is the best guess of what the handler must not plan below.
+ * orders the same way with BigInt). A version that is not a decimal integer in canonical form (etcd writes no
+ * leading zeros; '009' would sort above '10' here but below it as a number) cannot be ordered: the one that
+ * arrived last is kept, as the newest event is the best guess of what the handler must not plan below. An
+ * empty version is no version and changes nothing.
  *
  * keepVersion (TypeScript) and KEEP_VERSION_LUA (the scripts) are the same rule, and the integration test
  * test/integration/queue-woken-version.test.ts checks the Lua against this function case by case.
  */
-const DECIMAL = /^\d+$/;
+const DECIMAL = /^(0|[1-9]\d*)$/;
 
 /** The version a key keeps when `incoming` arrives while it holds `current` (undefined: none yet). */
-export function keepVersion(current: string | undefined, incoming: string): string {
+export function keepVersion(current: string | undefined, incoming: string): string | undefined {
+  if (incoming === '') return current;
   if (current === undefined) return incoming;
   if (!DECIMAL.test(current) || !DECIMAL.test(incoming)) return incoming;
   if (current.length !== incoming.length) return current.length > incoming.length ? current : incoming;
@@ -28,7 +31,7 @@ export function keepVersion(current: string | undefined, incoming: string): stri
  * one recorded is a decimal integer at least as high; an empty or absent `v` changes nothing.
  */
 export const KEEP_VERSION_LUA = `
-local function isDecimal(v) return string.find(v, '^%d+$') ~= nil end
+local function isDecimal(v) return v == '0' or string.find(v, '^[1-9]%d*$') ~= nil end
 local function keepVersion(key, v)
   if not v or v == '' then return end
   local cur = redis.call('HGET', KEYS[10], key)
