@@ -3,7 +3,7 @@ import { Counter, type Registry } from 'prom-client';
 import type { RedisClient } from '../queue/connection.js';
 import { scanKeys } from '../queue/scan.js';
 import type { WorkQueue } from '../queue/work-queue.js';
-import { eventRequestSchema, type EventSink } from './events.js';
+import { eventRequestSchema, type EmittedEvent, type EventRequest, type EventSink } from './events.js';
 import type { Logger } from './log.js';
 
 export const EMIT_EVENTS = 'emit-events';
@@ -69,28 +69,43 @@ export function queueEventSink(
   reporting: EventSinkReporting = {},
 ): EventSink {
   const dropped = reporting.registry ? droppedCounter(reporting.registry) : undefined;
-  return {
-    async emit(input) {
-      const request = eventRequestSchema.parse({ ...input, at: now(), id: randomUUID() });
-      const { namespace, name, kind } = request.involvedObject;
-      // BullMQ rejects job ids with ':', and a few object names have one (system:… RBAC objects).
-      const objectKey = `${namespace ?? ''}/${kind}/${name}`.replaceAll(':', '%3A');
-      const list = eventRequestsKey(prefix, objectKey);
-      const replies = await redis.multi().rpush(list, JSON.stringify(request)).ltrim(list, 0, maxPending - 1).exec();
-      const failed = replies?.find(([err]) => err !== null)?.[0];
-      if (failed) throw failed;
-      // RPUSH answers the list's new length: past the cap, LTRIM just dropped this request. The caller
-      // (e.g. the status outbox) takes it as queued: an Event is a notification, and failing the emit
-      // would only retry into the same full list. So it is said here, where an operator looks.
-      const length = replies?.[0]?.[1];
-      if (typeof length === 'number' && length > maxPending) {
-        dropped?.inc({ kind });
+  /** Appends one object's requests to its list and enqueues it once. */
+  const append = async (objectKey: string, requests: readonly EventRequest[]): Promise<void> => {
+    const list = eventRequestsKey(prefix, objectKey);
+    const replies = await redis
+      .multi()
+      .rpush(list, ...requests.map((r) => JSON.stringify(r)))
+      .ltrim(list, 0, maxPending - 1)
+      .exec();
+    const failed = replies?.find(([err]) => err !== null)?.[0];
+    if (failed) throw failed;
+    // RPUSH answers the list's new length: past the cap, LTRIM just dropped the newest of these requests. The
+    // caller (e.g. the status outbox) takes them as queued: an Event is a notification, and failing the emit
+    // would only retry into the same full list. So it is said here, where an operator looks.
+    const length = replies?.[0]?.[1];
+    const over = typeof length === 'number' ? Math.min(requests.length, length - maxPending) : 0;
+    if (over > 0) {
+      const { namespace, name, kind } = requests[0]?.involvedObject ?? { name: objectKey, kind: '' };
+      dropped?.inc({ kind }, over);
+      for (const request of requests.slice(requests.length - over)) {
         reporting.log?.warn(
           { involvedObject: { namespace, kind, name }, type: request.type, reason: request.reason, message: request.message, pending: length, cap: maxPending },
           'event request dropped: this object already has the maximum number of requests waiting for emit-events',
         );
       }
-      await queue().add(objectKey, 0, 'event-request');
-    },
+    }
+    await queue().add(objectKey, 0, 'event-request');
   };
+  const emitAll = async (inputs: readonly EmittedEvent[]): Promise<void> => {
+    const byObject = new Map<string, EventRequest[]>();
+    for (const input of inputs) {
+      const request = eventRequestSchema.parse({ ...input, at: now(), id: randomUUID() });
+      const { namespace, name, kind } = request.involvedObject;
+      // BullMQ rejects job ids with ':', and a few object names have one (system:… RBAC objects).
+      const objectKey = `${namespace ?? ''}/${kind}/${name}`.replaceAll(':', '%3A');
+      byObject.set(objectKey, [...(byObject.get(objectKey) ?? []), request]);
+    }
+    for (const [objectKey, requests] of byObject) await append(objectKey, requests);
+  };
+  return { emit: (input) => emitAll([input]), emitAll };
 }

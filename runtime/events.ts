@@ -34,6 +34,24 @@ export const eventRequestSchema = z.object({
 export type EventRequest = z.infer<typeof eventRequestSchema>;
 export type EventRequestInput = z.input<typeof eventRequestSchema>;
 
+/** What an emitter gives: the sink stamps `at` and `id`. */
+export type EmittedEvent = Omit<EventRequestInput, 'at' | 'id'>;
+
 export interface EventSink {
-  emit(request: Omit<EventRequestInput, 'at' | 'id'>): Promise<void>;
+  emit(request: EmittedEvent): Promise<void>;
+  /**
+   * Several requests at once, in order, for one reconcile's transitions: one list append and one enqueue per
+   * involved object instead of one of each per request.
+   */
+  emitAll(requests: readonly EmittedEvent[]): Promise<void>;
+}
+
+/** An EventSink from a function taking one request; emitAll hands them over one by one, in order. */
+export function eventSinkOf(emit: (request: EmittedEvent) => Promise<void>): EventSink {
+  return {
+    emit,
+    emitAll: async (requests) => {
+      for (const r of requests) await emit(r);
+    },
+  };
 }

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { asRecord } from '../kube/json.js';
 import { Resources, type ResourceRef } from '../kube/resources.js';
-import type { EventSink } from '../runtime/events.js';
+import { eventSinkOf, type EventSink } from '../runtime/events.js';
 import type { PendingTransition, TransitionOutbox } from './transition-outbox.js';
 import { type StatusOwner, type WriteStatusArgs, type WriteStatusResult, writeStatus } from './write.js';
 
@@ -82,13 +82,11 @@ export class StatusFixture {
       prefix: 'test',
       log: pino({ level: 'silent' }),
       now: () => new Date(this.nowMs),
-      events: {
-        emit: async (request: Emitted) => {
-          if (this.hangEmit) return new Promise<void>(() => undefined);
-          if (this.failEmit) throw new Error('redis is down');
-          this.emitted.push(request);
-        },
-      },
+      events: eventSinkOf(async (request: Emitted) => {
+        if (this.hangEmit) return new Promise<void>(() => undefined);
+        if (this.failEmit) throw new Error('redis is down');
+        this.emitted.push(request);
+      }),
     };
     return writeStatus(ctx, {
       resource: this.resource,

@@ -168,18 +168,24 @@ export function transitionEvent(t: ConditionTransition & { eventType: 'Normal' |
 type EventContext = Pick<HandlerContext, 'events' | 'log'>;
 
 /**
- * Queues each entry's Event, then takes it out of the outbox; returns how many could not be sent
- * (they stay and go with the next reconcile).
+ * Queues the entries' Events (together, in order), then takes each out of the outbox; returns how many could
+ * not be sent or taken out (they stay and go with the next reconcile: an Event may come twice, never not at all).
  */
 async function sendPending(ctx: EventContext, outbox: TransitionOutbox, entries: readonly PendingTransition[], involvedObject: InvolvedObject, source: string): Promise<number> {
+  if (entries.length === 0) return 0;
+  try {
+    await ctx.events.emitAll(entries.map((entry) => ({ involvedObject, ...entry.event, source })));
+  } catch (err) {
+    ctx.log.warn({ err: String(err), conditions: entries.map((e) => e.condition.type) }, 'transition events not queued; they stay in the outbox for the next reconcile');
+    return entries.length;
+  }
   let failed = 0;
   for (const entry of entries) {
     try {
-      await ctx.events.emit({ involvedObject, ...entry.event, source });
       await outbox.remove(entry);
     } catch (err) {
       failed++;
-      ctx.log.warn({ err: String(err), condition: entry.condition.type }, 'transition event not queued; it stays in the outbox for the next reconcile');
+      ctx.log.warn({ err: String(err), condition: entry.condition.type }, 'transition event queued but still in the outbox; the next reconcile sends it again');
     }
   }
   return failed;

@@ -8,6 +8,7 @@ import { CONTROLLED_PODS_SELECTOR } from '../functions/ops-lifecycle/triggers.js
 import type { KubeObject } from '../kube/object.js';
 import { Resources } from '../kube/resources.js';
 import type { FunctionDefinition, Trigger } from '../runtime/function.js';
+import { eventSinkOf } from '../runtime/events.js';
 import type { WatchEvent } from './events.js';
 import type { ListWatchOptions } from './list-watch.js';
 import { mapToSelf } from './mappers.js';
@@ -135,7 +136,7 @@ describe('Watcher dispatch', () => {
 
   it('a dead-lettered event becomes a Warning Event on its object, through the event sink', async () => {
     const emitted: unknown[] = [];
-    const { source } = harness([fn('f', {})], { events: { emit: async (r) => void emitted.push(r) } });
+    const { source } = harness([fn('f', {})], { events: eventSinkOf(async (r) => void emitted.push(r)) });
     const obj = { ...cm('system:x'), apiVersion: 'v1', kind: 'ConfigMap' };
     await source('configmaps').opts.onDeadLetter!({ type: 'update', old: obj, object: obj }, new Error('Custom Id cannot contain :'), 5);
     expect(emitted).toEqual([
@@ -180,7 +181,7 @@ describe('Watcher.replayAll', () => {
     const { watcher, source } = harness([fn('f', {})], {
       isLeader: () => leader,
       delivery: { maxAttempts: 3 },
-      events: { emit: async (r) => void emitted.push(`${r.reason}:${r.involvedObject.name}`) },
+      events: eventSinkOf(async (r) => void emitted.push(`${r.reason}:${r.involvedObject.name}`)),
       enqueue: async (f, key) => {
         if (key.includes(':')) throw new Error('Custom Id cannot contain :');
         enqueued.push(`${f}:${key}`);

@@ -147,9 +147,7 @@ function involvedObjectOf(ms: { metadata: { name: string; namespace?: string | u
 
 async function announce(ctx: HandlerContext, ms: ModelServing, transitions: readonly RoleTransition[]): Promise<void> {
   const involvedObject = involvedObjectOf(ms);
-  for (const t of transitions) {
-    await ctx.events.emit({ involvedObject, type: t.type, reason: t.reason, message: t.message, source: EVENT_SOURCE });
-  }
+  await ctx.events.emitAll(transitions.map((t) => ({ involvedObject, type: t.type, reason: t.reason, message: t.message, source: EVENT_SOURCE })));
 }
 
 function earliest(...values: Array<number | undefined>): number | undefined {

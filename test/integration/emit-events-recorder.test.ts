@@ -193,6 +193,43 @@ describe('emit-events on the sandbox', () => {
     }
     for (const c of counters) c.stop();
   });
+  it("emitAll: a reconcile's four role transitions are one list append (in their order) and one enqueue, and four Events", async () => {
+    const ref = await subject('four-roles');
+    const roles = ['prefill-0', 'prefill-1', 'decode-0', 'decode-1'];
+    const requests = roles.map((r) => roleEvent(ref, `Role ${r.split('-')[0]}/${r} in ServingGroup four-roles-0 is now Creating`));
+    // The producer's first enqueue loads the script (EVALSHA refused, then EVAL): done before counting.
+    await sink(producer).emit(roleEvent(await subject('four-roles-warm-up')));
+    const monitor = await sb.redis.duplicate().monitor();
+    const seen: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source !== 'lua') seen.push(args);
+    });
+    try {
+      // MONITOR reports what it saw after it is set up: a marker makes sure it is.
+      await sb.redis.echo('emit-all-start');
+      await waitFor('MONITOR to report the marker', 10_000, async () => seen.some((a) => a[1] === 'emit-all-start') || undefined);
+      await sink(producer).emitAll(requests);
+      const list = objectListKey(sb.prefix, ref);
+      await waitFor('the four Events', 30_000, async () => ((await eventsAbout(sb.kc, sb.namespace, ref.name)).length === 4 ? true : undefined));
+      const from = seen.findIndex((a) => a[1] === 'emit-all-start');
+      const mine = seen.slice(from + 1);
+      // The emitter's writes: one RPUSH carrying all four, and one ENQUEUE (evalsha/eval) naming the object's key.
+      const pushes = mine.filter((a) => a[0]?.toLowerCase() === 'rpush' && a[1] === list);
+      expect(pushes.map((a) => a.length - 2)).toEqual([4]);
+      // In the order given: emit-events writes a list front to back.
+      expect(pushes[0]?.slice(2).map((raw) => eventRequestSchema.parse(JSON.parse(raw)).message)).toEqual(requests.map((r) => r.message));
+      const objectKey = list.slice(list.indexOf('requests:') + 'requests:'.length);
+      const enqueues = mine.filter((a) => /^eval(sha)?$/i.test(a[0] ?? '') && a.includes(objectKey) && a.some((x) => x === 'event-request' || x.includes('event-request')));
+      expect(enqueues.length).toBe(1);
+      const written = await eventsAbout(sb.kc, sb.namespace, ref.name);
+      // Events have whole-second timestamps, so the list from the API server has no order to compare.
+      expect(written.map((e) => e.message).sort()).toEqual(requests.map((r) => r.message).sort());
+    } finally {
+      monitor.disconnect();
+    }
+    await waitSettled(sb.redis, sb.prefix, [objectListKey(sb.prefix, ref)]);
+  });
+
   it('the resync tick writes a request whose emitter died before enqueueing its object', async () => {
     const ref = await subject('orphan');
     // What an emitter leaves when it dies between the two steps of ctx.events.emit: the request is on

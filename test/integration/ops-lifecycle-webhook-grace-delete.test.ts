@@ -3,6 +3,7 @@ import { deletionAdapter, operationClient } from '../../functions/ops-lifecycle/
 import { GRACE_DELETE_ADAPTER, GRACE_DELETE_ANNOTATION } from '../../functions/ops-lifecycle/admission/grace-delete.js';
 import { finishGraceDelete } from '../../functions/ops-lifecycle/admission/grace-delete-finish.js';
 import { lifecyclePodSchema } from '../../functions/ops-lifecycle/pod-access/pod.js';
+import { eventSinkOf } from '../../runtime/events.js';
 import { createLogger } from '../../runtime/log.js';
 import { definition as emitEvents } from '../../functions/emit-events/definition.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
@@ -126,7 +127,7 @@ describe('ops-lifecycle webhook: delete through the lifecycle (GraceDelete) on',
       },
     });
     const emitted: string[] = [];
-    const done = await finishGraceDelete({ kc: sb.kc, now: () => new Date(), log: createLogger('test', 'silent'), events: { emit: async (e) => void emitted.push(e.reason) } }, gone);
+    const done = await finishGraceDelete({ kc: sb.kc, now: () => new Date(), log: createLogger('test', 'silent'), events: eventSinkOf(async (e) => void emitted.push(e.reason)) }, gone);
     expect(done).toBe(true);
     expect(emitted).toEqual([]);
   });
