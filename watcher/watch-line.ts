@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { kubeObjectSchema, statusSchema, type KubeObject } from '../kube/object.js';
+import { parseKubeObject, statusSchema, type KubeObject } from '../kube/object.js';
 
 /**
  * A BOOKMARK carries no object, only the resourceVersion the server has reached for this watch
@@ -28,7 +28,7 @@ export function parseWatchLine(type: string, raw: unknown): WatchLine {
     case 'ADDED':
     case 'MODIFIED':
     case 'DELETED': {
-      const parsed = kubeObjectSchema.safeParse(raw);
+      const parsed = parseKubeObject(raw);
       return parsed.success ? { kind: 'object', type, object: parsed.data } : { kind: 'invalid', type, reason: 'object without metadata.name' };
     }
     default:
