@@ -27,15 +27,30 @@ export function keepVersion(current: string | undefined, incoming: string): stri
 }
 
 /**
+ * The field, in the versions hash, under which a claim keeps the version it took (then the key's own name). No
+ * queue key starts with '#' (object names cannot), so it never names a key.
+ */
+export const CLAIMED_VERSION_PREFIX = '#claimed:';
+
+/**
  * Lua: `keepVersion(key, v)` records `v` for `key` in the versions hash (KEYS[10], queue/keys.ts) unless the
  * one recorded is a decimal integer at least as high; an empty or absent `v` changes nothing.
  */
 export const KEEP_VERSION_LUA = `
+local CLAIMED = '${CLAIMED_VERSION_PREFIX}'
 local function isDecimal(v) return v == '0' or string.find(v, '^[1-9]%d*$') ~= nil end
 local function keepVersion(key, v)
   if not v or v == '' then return end
   local cur = redis.call('HGET', KEYS[10], key)
   if cur and isDecimal(cur) and isDecimal(v) and (#cur > #v or (#cur == #v and cur >= v)) then return end
   redis.call('HSET', KEYS[10], key, v)
+end
+-- A claim keeps the version it took under CLAIMED .. key until it is released; a claim that ends without doing
+-- its work (failed, requeued, lease lost) gives it back to the key here.
+local function returnClaimedVersion(key)
+  local v = redis.call('HGET', KEYS[10], CLAIMED .. key)
+  if not v then return end
+  redis.call('HDEL', KEYS[10], CLAIMED .. key)
+  keepVersion(key, v)
 end
 `;

@@ -70,6 +70,8 @@ local function held(key, now)
   if lease and lease > now then return true, lease end
   redis.call('HDEL', KEYS[3], key)
   redis.call('ZREM', KEYS[8], key)
+  -- The dead holder never finished: the version it was woken at goes to whoever runs the key next.
+  returnClaimedVersion(key)
   return false, nil
 end
 `;
@@ -131,7 +133,7 @@ end
  * (queue/bull-scripts.ts): one round trip, and the recorded id always has its job. Returns schedule()'s four
  * fields, with action `added` when the job was added here (parseSchedule reads it as `add` with `added`).
  */
-export const ENQUEUE = `${LIVE}${HELD}${SCHEDULE}${BULL_ADD_LUA}${KEEP_VERSION_LUA}
+export const ENQUEUE = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}${BULL_ADD_LUA}
 local now = nowMs()
 keepVersion(ARGV[1], ARGV[4])
 local r = schedule(ARGV[1], now + tonumber(ARGV[2]), now, ARGV[3])
@@ -202,7 +204,13 @@ redis.call('HSET', KEYS[3], key, token .. '|' .. id)
 redis.call('ZADD', KEYS[8], now + tonumber(leaseMs), key)
 -- The version the key was woken at goes to this run; events that come while it runs record the next run's.
 local woken = redis.call('HGET', KEYS[10], key)
-if woken then redis.call('HDEL', KEYS[10], key) end
+if woken then
+  redis.call('HDEL', KEYS[10], key)
+  -- Kept with the claim until it is released well: a claim that ends any other way gives it back.
+  redis.call('HSET', KEYS[10], CLAIMED .. key, woken)
+else
+  redis.call('HDEL', KEYS[10], CLAIMED .. key)
+end
 return {'claimed', token, '0', woken or ''}
 end
 
@@ -241,7 +249,7 @@ end
  *                    also when the key is free but another pending job (due now) stands for it.
  * Requests marked dirty against a holder whose lease ran out are folded in: the claim reads fresh state.
  */
-export const CLAIM = `${LIVE}${HELD}${CLAIM_FN}
+export const CLAIM = `${LIVE}${KEEP_VERSION_LUA}${HELD}${CLAIM_FN}
 return claim(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 `;
 
@@ -267,6 +275,8 @@ local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPre
   local now = nowMs()
   redis.call('HDEL', KEYS[3], key)
   redis.call('ZREM', KEYS[8], key)
+  -- A run that failed or asked to come back has not done what its version asked for: the next run keeps it.
+  if outcome == 'error' or outcome == 'requeue' then returnClaimedVersion(key) else redis.call('HDEL', KEYS[10], CLAIMED .. key) end
   local due = nil
   local dirty = redis.call('ZSCORE', KEYS[4], key)
   if dirty then
@@ -299,8 +309,9 @@ end
 
 /**
  * KEYS: scriptKeys() then BullMQ's bullAddKeys(). ARGV: key, token, outcome (success|terminal|error|requeue),
- * requeueAfterMs, backoffMs, jobKeyPrefix, optionally bullAddArgs()'s three for the follow-up job, and then
- * optionally the resourceVersion the released claim was woken at, folded back in for the retry of a failure.
+ * requeueAfterMs, backoffMs, jobKeyPrefix, optionally bullAddArgs()'s three for the follow-up job.
+ * The version the claim was woken at (kept with it since CLAIM) is dropped on success or a terminal error and
+ * given back to the key on an error or a requeue, so the retry or the requeued run is woken at it too.
  * backoffMs is the delay for this failure, computed by the worker from queue/backoff.ts: the policy
  * lives in one place, and the script only records the count and schedules the retry.
  * Releases the key and schedules what must follow: a request that came in meanwhile (dirty), a
@@ -309,13 +320,10 @@ end
  * followed by the failure count and the backoff in ms, for metrics and logs; {'stale', …} and nothing
  * changed when the token is no longer the key's (its lease was lost).
  */
-export const RELEASE = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${KEEP_VERSION_LUA}${RELEASE_FN}
+export const RELEASE = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}
 local add = nil
 if ARGV[7] then add = {ARGV[7], ARGV[8], ARGV[9]} end
-local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add)
--- A failed run gives back the version it was woken at (ARGV[10]): its retry must not plan below it either.
-if r[1] ~= 'stale' and not replayed then keepVersion(ARGV[1], ARGV[10]) end
-return r
+return (release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add))
 `;
 
 /**
@@ -328,7 +336,7 @@ return r
  * and BullMQ's error code is returned. Returns {moveToFinished's answer, RELEASE's answer, claimFetched's
  * answer for the next job}.
  */
-export const RELEASE_AND_FINISH = `${LIVE}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}${BULL_FINISH_LUA}${CLAIM_FN}
+export const RELEASE_AND_FINISH = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}${BULL_FINISH_LUA}${CLAIM_FN}
 local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], {ARGV[7], ARGV[8], ARGV[9]})
 -- Resent after a lost reply: the job was finished by the first run (KEYS[31] is its hash).
 if replayed and redis.call('HEXISTS', KEYS[31], 'finishedOn') == 1 then return {0, r, {}} end
@@ -345,7 +353,7 @@ return {fetched, r, claimFetched(fetched, ARGV[19], ARGV[6], ARGV[20])}
  * ARGV: moveToActive's 3, then the reconcile job's name, the job key prefix and the lease (ms).
  * Returns {moveToActive's answer, claimFetched's answer}.
  */
-export const MOVE_TO_ACTIVE_AND_CLAIM = `${LIVE}${HELD}${BULL_MOVE_TO_ACTIVE_LUA}${CLAIM_FN}
+export const MOVE_TO_ACTIVE_AND_CLAIM = `${LIVE}${KEEP_VERSION_LUA}${HELD}${BULL_MOVE_TO_ACTIVE_LUA}${CLAIM_FN}
 local mk = {}
 for i = 1, 11 do mk[i] = KEYS[10 + i] end
 local fetched = bullMoveToActive(mk, {ARGV[1], ARGV[2], ARGV[3]})
@@ -357,7 +365,7 @@ return {fetched, claimFetched(fetched, ARGV[4], ARGV[5], ARGV[6])}
  * returns {removedCount, key…}: the keys that still had a request recorded, for the caller to enqueue.
  * One pass over the queue's structures, so its cost is proportional to the keys they hold.
  */
-export const SWEEP = `${LIVE}
+export const SWEEP = `${LIVE}${KEEP_VERSION_LUA}
 local now = nowMs()
 local removed, requeue, seen = 0, {}, {}
 local function again(key)
@@ -371,6 +379,7 @@ for i = 1, #active, 2 do
   if not lease or lease < now - ${PENDING_GRACE_MS} then
     redis.call('HDEL', KEYS[3], key)
     redis.call('ZREM', KEYS[8], key)
+    returnClaimedVersion(key)
     removed = removed + 1
     again(key)
   end
@@ -407,9 +416,13 @@ for _, key in ipairs(redis.call('HKEYS', KEYS[5])) do
 end
 -- A version recorded for a key with no job, claim or request left (its job vanished) would only ever be handed
 -- to a later, unrelated run: dropped, unless the key is enqueued again just below.
-for _, key in ipairs(redis.call('HKEYS', KEYS[10])) do
-  if not seen[key] and not redis.call('HGET', KEYS[1], key) and not redis.call('HGET', KEYS[3], key) then
-    redis.call('HDEL', KEYS[10], key)
+-- A claim's own record (CLAIMED .. key) goes with its claim.
+for _, field in ipairs(redis.call('HKEYS', KEYS[10])) do
+  local claimed = string.sub(field, 1, #CLAIMED) == CLAIMED
+  local key = claimed and string.sub(field, #CLAIMED + 1) or field
+  local orphan = not redis.call('HGET', KEYS[3], key) and (claimed or (not seen[key] and not redis.call('HGET', KEYS[1], key)))
+  if orphan then
+    redis.call('HDEL', KEYS[10], field)
     removed = removed + 1
   end
 end

@@ -281,7 +281,7 @@ export class KeyedWorker {
       await this.finishWithRelease(job, key, verdict.token, outcome, requeueAfterMs, log);
       return outcome;
     }
-    const released = await this.release(key, verdict.token, outcome, requeueAfterMs, log, minResourceVersion);
+    const released = await this.release(key, verdict.token, outcome, requeueAfterMs, log);
     if (released.stale) {
       // Another claim has the key: whatever this one decided is not ours to schedule any more.
       m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
@@ -422,7 +422,7 @@ export class KeyedWorker {
    * never does, the error goes to BullMQ, which retries this job; by then the lease has run out and the
    * retry takes the key over and reconciles it again, so no follow-up is lost.
    */
-  private async release(key: string, token: string, outcome: string, requeueAfterMs: number, log: Logger, minResourceVersion?: string): Promise<Released> {
+  private async release(key: string, token: string, outcome: string, requeueAfterMs: number, log: Logger): Promise<Released> {
     const q = this.opts.queue;
     const k = q.keys;
     const redis = this.opts.connection;
@@ -432,9 +432,7 @@ export class KeyedWorker {
         // Only this claim holds the key, so the failure count it reads cannot change before RELEASE
         // increments it; reading it costs a round trip on the error path only.
         const backoffMs = outcome === 'error' ? backoffDelay(this.opts.backoff ?? DEFAULT_BACKOFF, Number((await redis.hget(k.failures, key)) ?? 0) + 1) : 0;
-        // A failed run hands the version it was woken at back to its retry (RELEASE folds it in).
-        const woken = outcome === 'error' ? (minResourceVersion ?? '') : '';
-        const raw = await runScript(redis, RELEASE, q.addingScriptKeys, [key, token, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix, ...addArgs, woken]);
+        const raw = await runScript(redis, RELEASE, q.addingScriptKeys, [key, token, outcome, String(Math.round(requeueAfterMs)), String(Math.round(backoffMs)), k.jobKeyPrefix, ...addArgs]);
         return parseRelease(raw);
       },
       this.opts.applyRetry ?? DEFAULT_APPLY_RETRY,

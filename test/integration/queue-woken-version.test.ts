@@ -3,8 +3,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, inject } from 'vi
 import { scriptKeys } from '../../queue/keys.js';
 import { keepVersion } from '../../queue/resource-version-order.js';
 import { runScript } from '../../queue/run-script.js';
-import { ENQUEUE } from '../../queue/scripts.js';
-import { KeyedWorker, type ReconcileInfo } from '../../queue/worker.js';
+import { CLAIM, ENQUEUE, SWEEP } from '../../queue/scripts.js';
+import { KeyedWorker, type ReconcileInfo, type ReconcileOutcome } from '../../queue/worker.js';
 import { WorkQueue } from '../../queue/work-queue.js';
 import { httpReconcile } from '../../runtime/dispatcher.js';
 import { parseReconcileRequest, serveFunction } from '../../runtime/http-function.js';
@@ -53,7 +53,7 @@ function makeQueue(label: string): WorkQueue {
   open.push(q);
   return q;
 }
-function startWorker(queue: WorkQueue, reconcile: (info: ReconcileInfo) => Promise<void>): KeyedWorker {
+function startWorker(queue: WorkQueue, reconcile: (info: ReconcileInfo) => Promise<ReconcileOutcome | void>): KeyedWorker {
   const worker = new KeyedWorker({ queue, connection: conn(), prefix: prefixes.get(queue), log, lockDurationMs: 10_000, backoff: { baseMs: 50, maxMs: 200 }, reconcile });
   open.push(worker);
   return worker;
@@ -114,6 +114,53 @@ describe('the resourceVersion a key was woken at', () => {
     });
     await waitUntil('the retry', 30_000, async () => runs.length >= 2, () => `runs: ${JSON.stringify(runs)}`);
     expect(runs).toEqual(['40', '40']);
+  });
+
+  it('a run that asks to come back (requeueAfter) hands its version to the run it asked for', async () => {
+    const queue = makeQueue('requeue');
+    await queue.add('ns/q', 0, 'Pod:update', '41');
+    const runs: Array<string | undefined> = [];
+    startWorker(queue, async (info) => {
+      runs.push(info.minResourceVersion);
+      // The first run finds its cache behind the version and asks to come back shortly.
+      return runs.length === 1 ? { requeueAfterMs: 50 } : undefined;
+    });
+    await waitUntil('the requeued run', 30_000, async () => runs.length >= 2, () => `runs: ${JSON.stringify(runs)}`);
+    expect(runs).toEqual(['41', '41']);
+    await waitUntil('the queue to drain', 30_000, async () => (await redis.zcard(queue.keys.due)) + (await redis.hlen(queue.keys.active)) === 0, async () => `due ${await redis.zcard(queue.keys.due)}`);
+    expect(await redis.hlen(queue.keys.versions), 'nothing left behind once a run succeeded').toBe(0);
+  });
+
+  it('a holder whose lease ran out (its worker died mid-run) leaves its version to the next run of the key', async () => {
+    const queue = makeQueue('dead');
+    const keys = scriptKeys(queue.keys);
+    const key = 'ns/d';
+    // The two-step form (no BullMQ arguments): the scripts decide and record; no worker runs.
+    const [, id] = (await runScript(redis, ENQUEUE, keys, [key, '0', queue.keys.jobKeyPrefix, '57'])) as string[];
+    const claim = (await runScript(redis, CLAIM, keys, [key, id ?? '', queue.keys.jobKeyPrefix, '100'])) as string[];
+    expect(claim[0]).toBe('claimed');
+    expect(claim[3], 'the claim took the version').toBe('57');
+    // The holder dies: no RELEASE ever comes, and its lease runs out.
+    await new Promise((r) => setTimeout(r, 200));
+    const [, next] = (await runScript(redis, ENQUEUE, keys, [key, '0', queue.keys.jobKeyPrefix, ''])) as string[];
+    expect(await redis.hget(queue.keys.versions, key), 'given back when the dead holder was found').toBe('57');
+    const again = (await runScript(redis, CLAIM, keys, [key, next ?? '', queue.keys.jobKeyPrefix, '10000'])) as string[];
+    expect(again[0]).toBe('claimed');
+    expect(again[3], 'the next run is woken at it').toBe('57');
+  });
+
+  it("the resync's sweep gives an expired claim's version back to its key (and re-enqueues it)", async () => {
+    const queue = makeQueue('sweep');
+    const keys = scriptKeys(queue.keys);
+    const key = 'ns/s';
+    const [, id] = (await runScript(redis, ENQUEUE, keys, [key, '0', queue.keys.jobKeyPrefix, '61'])) as string[];
+    // A lease already past the sweep's grace, as if its holder died long ago and nothing touched the key since.
+    const claim = (await runScript(redis, CLAIM, keys, [key, id ?? '', queue.keys.jobKeyPrefix, '-60000'])) as string[];
+    expect(claim[3]).toBe('61');
+    const swept = (await runScript(redis, SWEEP, keys, [queue.keys.jobKeyPrefix])) as string[];
+    expect(swept.slice(1)).toContain(key);
+    expect(await redis.hget(queue.keys.versions, key)).toBe('61');
+    expect(await redis.hkeys(queue.keys.versions), 'no claim record left').toEqual([key]);
   });
 
   it('an enqueue with a version is still one round trip (MONITOR: commands the producer sent)', async () => {
