@@ -57,7 +57,7 @@ const originalRequest = https.request;
 const total = (c: Record<RequestVerb, number>) => Object.values(c).reduce((n, v) => n + v, 0);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The API server's count of requests on pods (and pods/status), by verb: any client's. */
+/** The API server's count of requests on pods (and pods/status), by verb, whichever client sent them. */
 async function apiserverPodRequests(kc: KubeConfig): Promise<Record<string, number>> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
