@@ -1,11 +1,12 @@
 import { Redis } from 'ioredis';
+import { z } from 'zod';
 import { afterAll, afterEach, beforeAll, describe, expect, it, inject } from 'vitest';
 import { scriptKeys } from '../../queue/keys.js';
 import { keepVersion } from '../../queue/resource-version-order.js';
 import { runScript } from '../../queue/run-script.js';
 import { CLAIM, ENQUEUE, SWEEP } from '../../queue/scripts.js';
-import { KeyedWorker, type ReconcileInfo, type ReconcileOutcome } from '../../queue/worker.js';
-import { WorkQueue } from '../../queue/work-queue.js';
+import { KeyedWorker, parseClaim, type ReconcileInfo, type ReconcileOutcome } from '../../queue/worker.js';
+import { parseSchedule, WorkQueue } from '../../queue/work-queue.js';
 import { httpReconcile } from '../../runtime/dispatcher.js';
 import { parseReconcileRequest, serveFunction } from '../../runtime/http-function.js';
 import { createLogger } from '../../runtime/log.js';
@@ -57,6 +58,16 @@ function startWorker(queue: WorkQueue, reconcile: (info: ReconcileInfo) => Promi
   const worker = new KeyedWorker({ queue, connection: conn(), prefix: prefixes.get(queue), log, lockDurationMs: 10_000, backoff: { baseMs: 50, maxMs: 200 }, reconcile });
   open.push(worker);
   return worker;
+}
+
+// The two-step form (no BullMQ arguments): the scripts decide and record, no job is added and no worker runs.
+/** ENQUEUE of `key` at `version` ('' for none); the id of the job it recorded. */
+async function enqueueTwoStep(queue: WorkQueue, key: string, version: string): Promise<string> {
+  return parseSchedule(await runScript(redis, ENQUEUE, scriptKeys(queue.keys), [key, '0', queue.keys.jobKeyPrefix, version])).jobId;
+}
+/** CLAIM of `key` by the job `id`, with a lease of `leaseMs` (negative: already run out). */
+async function claimTwoStep(queue: WorkQueue, key: string, id: string, leaseMs: number) {
+  return parseClaim(await runScript(redis, CLAIM, scriptKeys(queue.keys), [key, id, queue.keys.jobKeyPrefix, String(leaseMs)]));
 }
 
 describe('the resourceVersion a key was woken at', () => {
@@ -133,31 +144,26 @@ describe('the resourceVersion a key was woken at', () => {
 
   it('a holder whose lease ran out (its worker died mid-run) leaves its version to the next run of the key', async () => {
     const queue = makeQueue('dead');
-    const keys = scriptKeys(queue.keys);
     const key = 'ns/d';
-    // The two-step form (no BullMQ arguments): the scripts decide and record; no worker runs.
-    const [, id] = (await runScript(redis, ENQUEUE, keys, [key, '0', queue.keys.jobKeyPrefix, '57'])) as string[];
-    const claim = (await runScript(redis, CLAIM, keys, [key, id ?? '', queue.keys.jobKeyPrefix, '100'])) as string[];
-    expect(claim[0]).toBe('claimed');
-    expect(claim[3], 'the claim took the version').toBe('57');
+    const claim = await claimTwoStep(queue, key, await enqueueTwoStep(queue, key, '57'), 100);
+    expect(claim.verdict).toBe('claimed');
+    expect(claim.verdict === 'claimed' && claim.minResourceVersion, 'the claim took the version').toBe('57');
     // The holder dies: no RELEASE ever comes, and its lease runs out.
     await new Promise((r) => setTimeout(r, 200));
-    const [, next] = (await runScript(redis, ENQUEUE, keys, [key, '0', queue.keys.jobKeyPrefix, ''])) as string[];
+    const next = await enqueueTwoStep(queue, key, '');
     expect(await redis.hget(queue.keys.versions, key), 'given back when the dead holder was found').toBe('57');
-    const again = (await runScript(redis, CLAIM, keys, [key, next ?? '', queue.keys.jobKeyPrefix, '10000'])) as string[];
-    expect(again[0]).toBe('claimed');
-    expect(again[3], 'the next run is woken at it').toBe('57');
+    const again = await claimTwoStep(queue, key, next, 10_000);
+    expect(again.verdict).toBe('claimed');
+    expect(again.verdict === 'claimed' && again.minResourceVersion, 'the next run is woken at it').toBe('57');
   });
 
   it("the resync's sweep gives an expired claim's version back to its key (and re-enqueues it)", async () => {
     const queue = makeQueue('sweep');
-    const keys = scriptKeys(queue.keys);
     const key = 'ns/s';
-    const [, id] = (await runScript(redis, ENQUEUE, keys, [key, '0', queue.keys.jobKeyPrefix, '61'])) as string[];
     // A lease already past the sweep's grace, as if its holder died long ago and nothing touched the key since.
-    const claim = (await runScript(redis, CLAIM, keys, [key, id ?? '', queue.keys.jobKeyPrefix, '-60000'])) as string[];
-    expect(claim[3]).toBe('61');
-    const swept = (await runScript(redis, SWEEP, keys, [queue.keys.jobKeyPrefix])) as string[];
+    const claim = await claimTwoStep(queue, key, await enqueueTwoStep(queue, key, '61'), -60_000);
+    expect(claim.verdict === 'claimed' && claim.minResourceVersion).toBe('61');
+    const swept = z.array(z.string()).parse(await runScript(redis, SWEEP, scriptKeys(queue.keys), [queue.keys.jobKeyPrefix]));
     expect(swept.slice(1)).toContain(key);
     expect(await redis.hget(queue.keys.versions, key)).toBe('61');
     expect(await redis.hkeys(queue.keys.versions), 'no claim record left').toEqual([key]);
