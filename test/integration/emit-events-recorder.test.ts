@@ -199,7 +199,9 @@ describe('emit-events on the sandbox', () => {
     const requests = roles.map((r) => roleEvent(ref, `Role ${r.split('-')[0]}/${r} in ServingGroup four-roles-0 is now Creating`));
     // The producer's first enqueue loads the script (EVALSHA refused, then EVAL): done before counting.
     await sink(producer).emit(roleEvent(await subject('four-roles-warm-up')));
-    const monitor = await sb.redis.duplicate().monitor();
+    // ioredis opens a connection of its own for MONITOR (as queue-woken-version does); not on a duplicate, whose
+    // own command queue then received MONITOR lines in one CI run ("Command queue state error").
+    const monitor = await sb.redis.monitor();
     const seen: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source !== 'lua') seen.push(args);
