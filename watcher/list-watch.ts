@@ -1,8 +1,8 @@
-import { Watch, type KubeConfig } from '@kubernetes/client-node';
-import { Headers } from 'node-fetch';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../runtime/log.js';
 import { listSchema, type KubeObject } from '../kube/object.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, KubeApiError, kubeRequest } from '../kube/raw.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, isStatus, KubeApiError, kubeRequest } from '../kube/raw.js';
+import { openWatch, type WatchStream } from '../kube/watch-stream.js';
 import { apiVersionOf, collectionPath, resourceId, type ResourceRef } from '../kube/resources.js';
 import { closedAtOnce, ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
 import type { DeliveryBufferOptions } from './delivery-buffer.js';
@@ -80,15 +80,15 @@ class ExpiredError extends Error {}
  * List then watch one resource, forever, level-triggered (DESIGN "Watcher"): a list that yields the
  * differences against the store (synthetic deletes included), a watch from the list's
  * resourceVersion with bookmarks and a server timeout, reconnect with jittered backoff on any error,
- * relist on 410, and an inactivity timer because client-node 1.4 sets no client-side timeout.
- * client-node's informer is not used: it stops for good on most errors and swallows handler errors.
+ * relist on 410, and an inactivity timer for a connection that goes silent. client-node's informer is not
+ * used: it stops for good on most errors and swallows handler errors.
  */
 export class ListWatch {
   readonly store = new ObjectStore();
   private stopped = false;
   /** Cancels what is in flight when stop() is called: the relist's requests. */
   private readonly stopping = new AbortController();
-  /** Ends the watch in flight at once, whether or not client-node has handed over its controller yet. */
+  /** Ends the watch in flight at once, wherever its request is. */
   private endWatch?: () => void;
   private readonly wakers = new Set<() => void>();
   private downSince?: number;
@@ -181,7 +181,7 @@ export class ListWatch {
           await this.notServed();
           continue;
         }
-        if (this.opts.optional && rv !== undefined && (err as { statusCode?: number } | null)?.statusCode === 404) {
+        if (this.opts.optional && rv !== undefined && isStatus(err, 404)) {
           rv = undefined; // the CRD went away under the watch: the relist will say so
           continue;
         }
@@ -252,13 +252,9 @@ export class ListWatch {
 
   /**
    * Watches from `rv` until the stream ends; returns the last resourceVersion seen (an event's or a
-   * bookmark's) and how many lines the stream carried.
-   *
-   * client-node's Watch.watch() hands over its AbortController only once response headers arrived, so
-   * a request stuck before them (a blackholed connection, an API server that accepts and never
-   * answers) cannot be aborted through it. Ending the watch therefore settles this promise directly,
-   * aborts the controller whenever it turns up, and the request itself carries a header timeout so
-   * its socket is released rather than held until the kernel gives up on it.
+   * bookmark's) and how many lines the stream carried. Ending the watch from this side (idle, an ERROR
+   * event, stop) aborts its request wherever it is, before response headers too; those carry a timeout
+   * of their own so a request that never gets an answer fails and frees its socket.
    */
   private watchFrom(rv: string): Promise<{ rv: string; lines: number }> {
     return new Promise((resolve, reject) => {
@@ -266,7 +262,7 @@ export class ListWatch {
       let lines = 0;
       let failure: unknown;
       let ended = false;
-      let controller: AbortController | undefined;
+      let stream: WatchStream | undefined;
       const timeout = this.opts.watchTimeoutSeconds?.() ?? 300 + Math.floor(Math.random() * 300);
       let idle: NodeJS.Timeout | undefined;
       const done = (err: unknown) => {
@@ -274,8 +270,8 @@ export class ListWatch {
         ended = true;
         clearTimeout(idle);
         if (this.endWatch === end) this.endWatch = undefined;
-        controller?.abort();
-        const cause = failure ?? (err && !(err instanceof Error && err.name === 'AbortError') ? err : undefined);
+        stream?.abort();
+        const cause = failure ?? err;
         if (cause && !this.stopped) reject(cause);
         else resolve({ rv: last, lines });
       };
@@ -320,28 +316,25 @@ export class ListWatch {
             if (line.object.metadata.resourceVersion) last = line.object.metadata.resourceVersion;
             this.resourceVersion = last;
             const event = this.store.apply(line.type, this.lean(line.object));
-            // Handed to the pump, never awaited here: client-node's callback must not throw or block.
+            // Handed to the pump, never awaited here: the stream's reader must not block.
             if (event) this.pump.push(event);
           }
         }
       };
       armIdle();
       if (this.stopped) return end();
-      new Watch(withHeaderTimeout(this.opts.kc, DEFAULT_REQUEST_TIMEOUT_MS, this.metadataOnly ? METADATA_WATCH_ACCEPT : undefined))
-        .watch(
-          collectionPath(this.opts.resource, this.opts.namespace),
-          { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: timeout, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },
-          onEvent,
-          (err: unknown) => {
-            const code = (err as { statusCode?: number } | null)?.statusCode;
-            done(code === 410 ? new ExpiredError('watch: 410 Gone') : err);
-          },
-        )
-        .then((c) => {
-          controller = c;
-          // The watch was ended before client-node handed this over: close the late request now.
-          if (ended) c.abort();
-        }, done);
+      stream = openWatch(this.opts.kc, {
+        path: collectionPath(this.opts.resource, this.opts.namespace),
+        query: { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: timeout, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector },
+        accept: this.metadataOnly ? METADATA_WATCH_ACCEPT : undefined,
+        headerTimeoutMs: DEFAULT_REQUEST_TIMEOUT_MS,
+        onLine: onEvent,
+        onUnreadable: (reason) => this.opts.log.warn({ resource: this.id, reason }, 'watch sent a line this client cannot read; ignored'),
+      });
+      stream.done.then(
+        () => done(undefined),
+        (err: unknown) => done(isStatus(err, 410) ? new ExpiredError('watch: 410 Gone') : err),
+      );
     });
   }
 
@@ -398,25 +391,4 @@ export class ListWatch {
       this.wakers.add(wake);
     });
   }
-}
-
-/**
- * The kubeconfig for client-node's Watch, with node-fetch's `timeout` set: it bounds the wait for
- * response headers only (cleared when they arrive), so a long watch stream is unaffected while a
- * request that never gets an answer fails and frees its socket. Watch sets its own signal and method
- * on the options, so a timeout is the one bound that can be added from outside. Delegates everything
- * else to `kc` through the prototype, so credentials (exec plugins, token files) behave as before.
- * `accept` asks for another representation (metadata only).
- */
-function withHeaderTimeout(kc: KubeConfig, timeoutMs: number, accept?: string): KubeConfig {
-  const wrapped = Object.create(kc) as KubeConfig;
-  wrapped.applyToFetchOptions = async (opts) => {
-    const init = await kc.applyToFetchOptions(opts);
-    if (accept === undefined) return { ...init, timeout: timeoutMs };
-    // Watch adds no headers of its own after this, so the Accept set here is the one sent.
-    const headers = new Headers(init.headers);
-    headers.set('Accept', accept);
-    return { ...init, headers, timeout: timeoutMs };
-  };
-  return wrapped;
 }

@@ -1,0 +1,183 @@
+import http from 'node:http';
+import https from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Headers } from 'node-fetch';
+import { dropPooledFetchOptions, pooledFetchOptions } from './connection-pool.js';
+import { statusSchema } from './object.js';
+import { KubeApiError, KubeTimeoutError } from './raw.js';
+
+/**
+ * One watch request to the API server, read line by line as it streams.
+ *
+ * Why not client-node's `Watch`: it builds a new https.Agent (and re-reads the kubeconfig's
+ * certificates) for every watch, so every reconnect and every short-lived watch (a namespace's children
+ * cache, a pod-wake) paid a TLS handshake; and it pipes the body through node-fetch's stream and
+ * `readline`, which decodes every chunk to a string before splitting it. A converge profile put the two at
+ * ~130 ms of the 1.3 s Ripple spends (bench/README.md, "Round 5"). Here the request goes out on the pooled
+ * keep-alive connection kube/raw.ts uses, lines are cut from the bytes and each line is decoded once, by
+ * JSON.parse's input.
+ */
+export interface WatchStreamOptions {
+  /** Collection path, e.g. /api/v1/namespaces/x/pods; `watch=true` is added. */
+  path: string;
+  query: Record<string, string | number | boolean | undefined>;
+  /** The Accept header (default application/json); metadata-only watches ask for PartialObjectMetadata. */
+  accept?: string;
+  /** How long to wait for response headers; the stream itself is bounded by the caller (timeoutSeconds, idle timer). */
+  headerTimeoutMs: number;
+  /** One event, in stream order. Must not throw. */
+  onLine: (type: string, object: unknown) => void;
+  /** A line that is not a JSON watch event; it is skipped. */
+  onUnreadable: (reason: string) => void;
+}
+
+export interface WatchStream {
+  /** Settles when the stream ends: resolves on a clean end or `abort()`, rejects on any failure. */
+  readonly done: Promise<{ lines: number }>;
+  /** Ends the request now, wherever it is (before headers, mid-stream); `done` then resolves. */
+  abort(): void;
+}
+
+const NEWLINE = 0x0a;
+
+/**
+ * Cuts a byte stream into newline-terminated lines. Only whole lines are decoded, so a character split
+ * across two chunks is never cut in two; empty lines are skipped.
+ */
+export class LineSplitter {
+  private pending: Buffer | undefined;
+
+  push(chunk: Buffer): string[] {
+    const buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
+    const out: string[] = [];
+    let from = 0;
+    for (let nl = buf.indexOf(NEWLINE, from); nl >= 0; nl = buf.indexOf(NEWLINE, from)) {
+      if (nl > from) out.push(buf.toString('utf8', from, nl));
+      from = nl + 1;
+    }
+    this.pending = from < buf.length ? buf.subarray(from) : undefined;
+    return out;
+  }
+
+  /** Bytes received after the last newline (a line still arriving). */
+  get buffered(): number {
+    return this.pending?.length ?? 0;
+  }
+}
+
+export function openWatch(kc: KubeConfig, opts: WatchStreamOptions): WatchStream {
+  let aborted = false;
+  let request: http.ClientRequest | undefined;
+  let settle: ((err: unknown) => void) | undefined;
+  let lines = 0;
+  const done = new Promise<{ lines: number }>((resolve, reject) => {
+    let settled = false;
+    settle = (err) => {
+      if (settled) return;
+      settled = true;
+      if (err === undefined || aborted) resolve({ lines });
+      else reject(err);
+    };
+    if (aborted) return settle(undefined);
+    void start(kc, opts, {
+      onRequest: (req) => {
+        request = req;
+        if (aborted) req.destroy();
+      },
+      onLine: (type, object) => {
+        lines++;
+        opts.onLine(type, object);
+      },
+      settle: (err) => settle?.(err),
+    }).catch((err: unknown) => settle?.(err));
+  });
+  return {
+    done,
+    abort: () => {
+      aborted = true;
+      request?.destroy();
+      settle?.(undefined);
+    },
+  };
+}
+
+interface Sink {
+  onRequest: (req: http.ClientRequest) => void;
+  onLine: (type: string, object: unknown) => void;
+  settle: (err: unknown) => void;
+}
+
+async function start(kc: KubeConfig, opts: WatchStreamOptions, sink: Sink): Promise<void> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  const url = new URL(cluster.server + opts.path);
+  url.searchParams.set('watch', 'true');
+  for (const [k, v] of Object.entries(opts.query)) if (v !== undefined) url.searchParams.set(k, String(v));
+  const init = await pooledFetchOptions(kc);
+  const headers: Record<string, string> = {};
+  for (const [name, value] of new Headers(init.headers)) headers[name] = value;
+  headers['accept'] = opts.accept ?? 'application/json';
+  const agent = init.agent instanceof http.Agent ? init.agent : undefined;
+  const send = url.protocol === 'https:' ? https.request : http.request;
+  const req = send(url, { method: 'GET', headers, agent });
+  sink.onRequest(req);
+  // Response headers within the timeout; then the stream's own bounds (the caller's) apply.
+  const headerTimer = setTimeout(() => req.destroy(new KubeTimeoutError(`GET ${opts.path} (watch): no answer from the API server within ${opts.headerTimeoutMs} ms`)), opts.headerTimeoutMs);
+  req.on('error', (err) => {
+    clearTimeout(headerTimer);
+    sink.settle(err);
+  });
+  req.on('response', (res) => {
+    clearTimeout(headerTimer);
+    if (res.statusCode !== 200) {
+      readRefusal(kc, init, opts.path, res, sink);
+      return;
+    }
+    res.socket.setKeepAlive(true, 30_000);
+    const lines = new LineSplitter();
+    res.on('data', (chunk: Buffer) => {
+      for (const line of lines.push(chunk)) deliver(line, opts, sink);
+    });
+    res.on('end', () => sink.settle(undefined));
+    res.on('error', (err) => sink.settle(err));
+    res.on('close', () => sink.settle(res.complete ? undefined : new Error(`watch ${opts.path}: the connection closed mid-stream`)));
+  });
+  req.end();
+}
+
+function deliver(line: string, opts: WatchStreamOptions, sink: Sink): void {
+  let event: unknown;
+  try {
+    event = JSON.parse(line);
+  } catch (err) {
+    opts.onUnreadable(`not JSON: ${String(err)}`);
+    return;
+  }
+  if (typeof event !== 'object' || event === null || !('type' in event) || typeof event.type !== 'string') {
+    opts.onUnreadable('a line without a type');
+    return;
+  }
+  sink.onLine(event.type, 'object' in event ? event.object : undefined);
+}
+
+/** A watch the API server refused: its Status read whole, as a KubeApiError with the HTTP code. */
+function readRefusal(kc: KubeConfig, init: Awaited<ReturnType<typeof pooledFetchOptions>>, path: string, res: http.IncomingMessage, sink: Sink): void {
+  const code = res.statusCode ?? 0;
+  // Credentials pooled a while ago may have expired: the next attempt reads them again.
+  if (code === 401) dropPooledFetchOptions(kc, init);
+  const chunks: Buffer[] = [];
+  res.on('data', (c: Buffer) => chunks.push(c));
+  res.on('error', (err) => sink.settle(err));
+  res.on('end', () => {
+    let json: unknown;
+    try {
+      json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      json = undefined;
+    }
+    const status = statusSchema.safeParse(json);
+    const reason = status.success ? (status.data.reason ?? '') : '';
+    const message = (status.success ? status.data.message : undefined) ?? res.statusMessage ?? http.STATUS_CODES[code] ?? '';
+    sink.settle(new KubeApiError(code, reason, `GET ${path} (watch): ${code} ${message}`));
+  });
+}
