@@ -262,7 +262,8 @@ export class ListWatch {
       let lines = 0;
       let failure: unknown;
       let ended = false;
-      let stream: WatchStream | undefined;
+      // Assigned once the request is opened; ending before that (stop) has nothing to abort.
+      let stream: WatchStream | undefined = undefined;
       const timeout = this.opts.watchTimeoutSeconds?.() ?? 300 + Math.floor(Math.random() * 300);
       let idle: NodeJS.Timeout | undefined;
       const done = (err: unknown) => {
