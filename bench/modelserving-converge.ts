@@ -391,7 +391,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     const watcher = new mods.Watcher({
       kc,
       functions,
-      enqueue: async (fn, key, reason, resourceVersion, delayMs) => void (await host.enqueue(fn, key, reason, delayMs, resourceVersion)),
+      enqueue: async (fn, key, reason, resourceVersion) => void (await host.enqueue(fn, key, reason, 0, resourceVersion)),
       isLeader: () => true,
       log,
       namespace: ns,

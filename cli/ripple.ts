@@ -208,7 +208,7 @@ async function main(): Promise<void> {
     watcher = new Watcher({
       kc,
       functions: host.functions,
-      enqueue: (fn, key, reason, resourceVersion, delayMs) => host.enqueue(fn, key, reason, delayMs, resourceVersion),
+      enqueue: (fn, key, reason, resourceVersion) => host.enqueue(fn, key, reason, 0, resourceVersion),
       enqueueMany: (fn, keys, reason, resourceVersions) => host.enqueueMany(fn, keys, reason, resourceVersions),
       isLeader: () => elector?.isLeader() ?? false,
       log,

@@ -346,11 +346,27 @@ describe('the resourceVersion handed with an enqueue (ReconcileRequest.minResour
 });
 
 describe("a trigger's batch window (Trigger.batchMs)", () => {
-  it('asks for its keys that long after the event; triggers without one ask at once', async () => {
+  it("folds a burst of events for one key into one enqueue when the window ends; triggers without one enqueue each at once", async () => {
     const calls: string[] = [];
-    const batched = fn('batched', { batchMs: 100 });
-    const { source } = harness([batched, fn('direct', {})], { enqueue: async (f, key, _reason, _rv, delayMs) => void calls.push(`${f}:${key}+${delayMs ?? 0}`) });
+    const batched = fn('batched', { batchMs: 40 });
+    const { source, watcher } = harness([batched, fn('direct', {})], { enqueue: async (f, key) => void calls.push(`${f}:${key}`) });
     await source('configmaps').add(cm('a'));
-    expect(calls).toEqual(['batched:ns/a+100', 'direct:ns/a+0']);
+    await source('configmaps').add({ ...cm('a'), metadata: { ...cm('a').metadata, resourceVersion: '2' } });
+    await source('configmaps').add(cm('b'));
+    // Nothing of the batched function yet: its windows are open.
+    expect(calls).toEqual(['direct:ns/a', 'direct:ns/a', 'direct:ns/b']);
+    expect(watcher.batched).toBe(2);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(calls.filter((c) => c.startsWith('batched')).sort()).toEqual(['batched:ns/a', 'batched:ns/b']);
+    expect(watcher.batched).toBe(0);
+  });
+
+  it('stop() enqueues what the windows hold', async () => {
+    const calls: string[] = [];
+    const { source, watcher } = harness([fn('batched', { batchMs: 60_000 })], { enqueue: async (f, key) => void calls.push(`${f}:${key}`) });
+    await source('configmaps').add(cm('a'));
+    expect(calls).toEqual([]);
+    await watcher.stop();
+    expect(calls).toEqual(['batched:ns/a']);
   });
 });

@@ -5,6 +5,7 @@ import type { EventSink } from '../runtime/events.js';
 import type { FunctionDefinition, MapContext, Trigger } from '../runtime/function.js';
 import type { Logger } from '../runtime/log.js';
 import { DEFAULT_RECONNECT, ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
+import { BatchWindow } from './batch-window.js';
 import { DEFAULT_DELIVERY, type DeliveryBufferOptions } from './delivery-buffer.js';
 import type { WatchEvent } from './events.js';
 import { matchesLabels, parseLabelSelector } from './label-selector.js';
@@ -29,10 +30,11 @@ export interface WatcherOptions {
   /**
    * Hands a key to a function's queue. `resourceVersion` is given when the event is of the key's own object
    * and that object is the function's primary resource (the version the run it wakes must not plan below:
-   * ReconcileRequest.minResourceVersion); keys a mapper derived from another object get none. `delayMs`: the
-   * trigger's batch window (Trigger.batchMs), when it has one.
+   * ReconcileRequest.minResourceVersion); keys a mapper derived from another object get none. A trigger's
+   * batch window (Trigger.batchMs) is kept here, in the watcher (batch-window.ts): its key is enqueued once
+   * when the window ends.
    */
-  enqueue: (fn: string, key: string, reason: string, resourceVersion?: string, delayMs?: number) => Promise<void>;
+  enqueue: (fn: string, key: string, reason: string, resourceVersion?: string) => Promise<void>;
   /**
    * Hands many keys to a function's queue at once (WorkQueue.addMany: pipelined). The replay on taking
    * over uses it, so replaying 1,000 objects is a few round trips; without it, one enqueue per key.
@@ -79,9 +81,23 @@ export class Watcher {
   private readonly mapContext: MapContext;
   private stopped = false;
   private readonly wakers = new Set<() => void>();
+  private readonly batches: BatchWindow;
 
   constructor(private readonly opts: WatcherOptions) {
     this.mapContext = { list: (resource, namespace, labelSelector) => storeLookup([...this.groups.values()], resource, namespace, labelSelector) };
+    this.batches = new BatchWindow({
+      enqueue: (fn, key, reason) => opts.enqueue(fn, key, reason),
+      isLeader: () => opts.isLeader(),
+      log: opts.log,
+      backoff: opts.replayBackoff,
+      maxAttempts: opts.delivery?.maxAttempts,
+      onGiveUp: (fn) => opts.metrics?.deadLetters.inc({ resource: `batch:${fn}` }),
+    });
+  }
+
+  /** Keys waiting in a trigger's batch window for their one enqueue. */
+  get batched(): number {
+    return this.batches.size;
   }
 
   start(): void {
@@ -175,6 +191,8 @@ export class Watcher {
     this.stopped = true;
     for (const wake of this.wakers) wake();
     await Promise.all([...this.groups.values()].map((g) => g.source.stop()));
+    // After the watches: no event can open a window any more; what the windows hold is enqueued now.
+    await this.batches.stop();
   }
 
   /**
@@ -257,7 +275,7 @@ export class Watcher {
 
   private dispatch(triggers: GroupTriggers, event: WatchEvent): Promise<void> {
     if (!this.opts.isLeader()) return Promise.resolve();
-    return dispatchEvent(triggers, event, this.mapContext, this.opts.enqueue, this.opts.log);
+    return dispatchEvent(triggers, event, this.mapContext, this.opts.enqueue, this.opts.log, this.batches);
   }
 
   private sleep(ms: number): Promise<void> {
@@ -279,7 +297,8 @@ export class Watcher {
  * event and a bad mapper would fail every retry. An enqueue failure propagates, so the event is
  * retried (or, if its key keeps failing on its own, dead-lettered: delivery-buffer.ts); the other
  * enqueues of the event are still made first, so one refused key does not cost the other functions
- * theirs. When several fail, an error that is not a transient one is thrown, as the key's own.
+ * theirs. When several fail, an error that is not a transient one is thrown, as the key's own. A key
+ * of a trigger with a batch window goes to the window instead (batch-window.ts), which enqueues it later.
  */
 export async function dispatchEvent(
   triggers: GroupTriggers,
@@ -287,11 +306,16 @@ export async function dispatchEvent(
   ctx: MapContext,
   enqueue: WatcherOptions['enqueue'],
   log: Logger,
+  batches: Pick<BatchWindow, 'add'>,
 ): Promise<void> {
   const failures: unknown[] = [];
-  for (const { fn, key, reason, resourceVersion, delayMs } of keysOf(triggers, event, ctx, log)) {
+  for (const { fn, key, reason, resourceVersion, batchMs } of keysOf(triggers, event, ctx, log)) {
+    if (batchMs) {
+      batches.add(fn, key, reason, batchMs);
+      continue;
+    }
     try {
-      await enqueue(fn, key, reason, resourceVersion, delayMs);
+      await enqueue(fn, key, reason, resourceVersion);
     } catch (err) {
       failures.push(err);
     }
@@ -304,15 +328,15 @@ export async function dispatchEvent(
  * key that is the event's own object, on a trigger of the function's primary resource, carries the object's
  * resourceVersion (queue/resource-version-order.ts: the run it wakes must not plan below it).
  */
-function keysOf(triggers: GroupTriggers, event: WatchEvent, ctx: MapContext, log: Logger): Array<{ fn: string; key: string; reason: string; resourceVersion?: string; delayMs?: number }> {
-  const out: Array<{ fn: string; key: string; reason: string; resourceVersion?: string; delayMs?: number }> = [];
+function keysOf(triggers: GroupTriggers, event: WatchEvent, ctx: MapContext, log: Logger): Array<{ fn: string; key: string; reason: string; resourceVersion?: string; batchMs?: number }> {
+  const out: Array<{ fn: string; key: string; reason: string; resourceVersion?: string; batchMs?: number }> = [];
   const own = storeKey(event.object);
   const version = event.object.metadata.resourceVersion;
   for (const { fn, trigger, primary } of triggers) {
     try {
       if (!passes(trigger.predicate, event)) continue;
       const reason = `${trigger.resource.kind}:${event.type}`;
-      const batch = trigger.batchMs ? { delayMs: trigger.batchMs } : {};
+      const batch = trigger.batchMs ? { batchMs: trigger.batchMs } : {};
       for (const key of trigger.map(event, ctx)) out.push({ fn, key, reason, ...(primary && key === own && version ? { resourceVersion: version } : {}), ...batch });
     } catch (err) {
       log.error(

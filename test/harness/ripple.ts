@@ -35,7 +35,7 @@ export async function startRipple(
   const watcher = new Watcher({
     kc: sb.kc,
     functions,
-    enqueue: async (fn, key, reason, resourceVersion, delayMs) => void (await host.enqueue(fn, key, reason, delayMs, resourceVersion)),
+    enqueue: async (fn, key, reason, resourceVersion) => void (await host.enqueue(fn, key, reason, 0, resourceVersion)),
     isLeader: () => true,
     log,
     namespace: sb.namespace,
