@@ -391,7 +391,9 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     const watcher = new mods.Watcher({
       kc,
       functions,
-      enqueue: async (fn, key, reason, resourceVersion) => void (await host.enqueue(fn, key, reason, 0, resourceVersion)),
+      // A baseline checkout from before the batch window moved into the watcher (b779f9c) hands the window over
+      // as a delay instead: passed on, so that side batches as it did.
+      enqueue: async (fn, key, reason, resourceVersion, delayMs?: number) => void (await host.enqueue(fn, key, reason, delayMs ?? 0, resourceVersion)),
       isLeader: () => true,
       log,
       namespace: ns,
