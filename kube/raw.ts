@@ -69,13 +69,16 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
     // An API group the server does not serve answers a plain-text 404: still an API error, with its code.
     if (res.ok) throw err;
   }
-  if (!res.ok) {
-    const status = statusSchema.safeParse(json);
-    const reason = status.success ? (status.data.reason ?? '') : '';
-    const message = status.success ? (status.data.message ?? res.statusText) : res.statusText;
-    throw new KubeApiError(res.status, reason, `${method} ${path}: ${res.status} ${message}`);
-  }
+  if (!res.ok) throw apiErrorOf(res.status, res.statusText, json, `${method} ${path}`);
   return json;
+}
+
+/** The API server's refusal as a KubeApiError: its HTTP code, and the reason and message of its Status body if any. */
+export function apiErrorOf(code: number, statusText: string, body: unknown, what: string): KubeApiError {
+  const status = statusSchema.safeParse(body);
+  const reason = status.success ? (status.data.reason ?? '') : '';
+  const message = (status.success ? status.data.message : undefined) ?? statusText;
+  return new KubeApiError(code, reason, `${what}: ${code} ${message}`);
 }
 
 /** One try of a request: its answer read whole, under the request's timeout and the callers' signals. */

@@ -3,8 +3,7 @@ import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Headers } from 'node-fetch';
 import { dropPooledFetchOptions, pooledFetchOptions } from './connection-pool.js';
-import { statusSchema } from './object.js';
-import { KubeApiError, KubeTimeoutError } from './raw.js';
+import { apiErrorOf, KubeTimeoutError } from './raw.js';
 
 /**
  * One watch request to the API server, read line by line as it streams.
@@ -175,9 +174,6 @@ function readRefusal(kc: KubeConfig, init: Awaited<ReturnType<typeof pooledFetch
     } catch {
       json = undefined;
     }
-    const status = statusSchema.safeParse(json);
-    const reason = status.success ? (status.data.reason ?? '') : '';
-    const message = (status.success ? status.data.message : undefined) ?? res.statusMessage ?? http.STATUS_CODES[code] ?? '';
-    sink.settle(new KubeApiError(code, reason, `GET ${path} (watch): ${code} ${message}`));
+    sink.settle(apiErrorOf(code, res.statusMessage ?? http.STATUS_CODES[code] ?? '', json, `GET ${path} (watch)`));
   });
 }
