@@ -1,3 +1,4 @@
+import { Gauge, Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../runtime/log.js';
 import { BatchWindow } from './batch-window.js';
@@ -86,5 +87,34 @@ describe('BatchWindow', () => {
     w.add('f', 'ns/c', 'r', 1);
     await vi.advanceTimersByTimeAsync(10);
     expect(calls.sort()).toEqual(['f:ns/a', 'f:ns/b']);
+  });
+
+  it('keeps ripple_watch_batched_keys at the number of open windows per function', async () => {
+    const gauge = new Gauge({ name: 'batched', help: 'test', labelNames: ['function'], registers: [new Registry()] });
+    const open = async () => Object.fromEntries((await gauge.get()).values.map((v) => [v.labels.function, v.value]));
+    let fail = true;
+    const w = new BatchWindow({
+      enqueue: async () => {
+        if (fail) throw new Error('Connection is closed.');
+      },
+      isLeader: () => true,
+      log,
+      gauge,
+      backoff: { initialMs: 10, maxMs: 10, resetAfterMs: 60_000 },
+    });
+    w.add('f', 'ns/a', 'r', 5);
+    w.add('f', 'ns/a', 'r', 5);
+    w.add('f', 'ns/b', 'r', 5);
+    w.add('g', 'ns/a', 'r', 5);
+    expect(await open()).toEqual({ f: 2, g: 1 });
+    // The enqueues fail: the windows stay open for their retries.
+    await vi.advanceTimersByTimeAsync(5);
+    expect(await open()).toEqual({ f: 2, g: 1 });
+    fail = false;
+    await vi.advanceTimersByTimeAsync(20);
+    expect(await open()).toEqual({ f: 0, g: 0 });
+    w.add('f', 'ns/c', 'r', 60_000);
+    await w.stop();
+    expect(await open()).toEqual({ f: 0, g: 0 });
   });
 });

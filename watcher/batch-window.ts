@@ -1,3 +1,4 @@
+import type { Gauge } from 'prom-client';
 import type { Logger } from '../runtime/log.js';
 import { ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
 import { isTransientSinkError } from './sink-errors.js';
@@ -28,6 +29,8 @@ export interface BatchWindowOptions {
   maxAttempts?: number;
   /** Called when a key is given up. */
   onGiveUp?: (fn: string, key: string, err: unknown) => void;
+  /** Keys waiting in a window, per function (ripple_watch_batched_keys). */
+  gauge?: Pick<Gauge<'function'>, 'inc' | 'dec'>;
 }
 
 interface Window {
@@ -57,7 +60,7 @@ export class BatchWindow {
       return;
     }
     const w: Window = { fn, key, reason, events: 1, ownFailures: 0, timer: setTimeout(() => void this.flush(id, w), windowMs) };
-    this.open.set(id, w);
+    this.keep(id, w);
   }
 
   /** Windows open now (events waiting for their key's one enqueue). */
@@ -68,12 +71,14 @@ export class BatchWindow {
   /** Ends every window at once and enqueues its key (a clean shutdown hands on what it holds). */
   async stop(): Promise<void> {
     this.stopped = true;
-    const windows = [...this.open.values()];
-    this.open.clear();
-    for (const w of windows) clearTimeout(w.timer);
+    const windows = [...this.open.entries()];
+    for (const [id, w] of windows) {
+      clearTimeout(w.timer);
+      this.drop(id, w);
+    }
     if (!this.opts.isLeader()) return;
     await Promise.all(
-      windows.map((w) =>
+      windows.map(([, w]) =>
         this.opts.enqueue(w.fn, w.key, w.reason).catch((err: unknown) => this.opts.log.warn({ function: w.fn, key: w.key, err: String(err) }, 'batch window: could not enqueue at shutdown; the next leader replays it')),
       ),
     );
@@ -81,13 +86,10 @@ export class BatchWindow {
 
   private async flush(id: string, w: Window): Promise<void> {
     if (this.open.get(id) !== w) return;
-    if (!this.opts.isLeader()) {
-      this.open.delete(id);
-      return;
-    }
     // Events that come while this enqueue is in flight open a new window: this one may already have been
     // read by the run it wakes.
-    this.open.delete(id);
+    this.drop(id, w);
+    if (!this.opts.isLeader()) return;
     try {
       await this.opts.enqueue(w.fn, w.key, w.reason);
     } catch (err) {
@@ -108,7 +110,18 @@ export class BatchWindow {
         return;
       }
       w.timer = setTimeout(() => void this.flush(id, w), delay);
-      this.open.set(id, w);
+      this.keep(id, w);
     }
+  }
+
+  private keep(id: string, w: Window): void {
+    this.open.set(id, w);
+    this.opts.gauge?.inc({ function: w.fn });
+  }
+
+  private drop(id: string, w: Window): void {
+    if (this.open.get(id) !== w) return;
+    this.open.delete(id);
+    this.opts.gauge?.dec({ function: w.fn });
   }
 }

@@ -14,6 +14,8 @@ export class WatchMetrics {
   readonly relists: Counter<'resource'>;
   /** Bookmarks received: each moves the resourceVersion a reconnect resumes from. */
   readonly bookmarks: Counter<'resource'>;
+  /** Keys waiting in a trigger's batch window for their one enqueue (watcher/batch-window.ts). */
+  readonly batched: Gauge<'function'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -21,5 +23,6 @@ export class WatchMetrics {
     this.deadLetters = new Counter({ name: 'ripple_watch_dead_letters_total', help: 'Watch events given up after their key failed to enqueue on its own too many times', labelNames: ['resource'], registers });
     this.relists = new Counter({ name: 'ripple_watch_relists_total', help: 'Full lists made by the watcher (one at start, one per expired resourceVersion)', labelNames: ['resource'], registers });
     this.bookmarks = new Counter({ name: 'ripple_watch_bookmarks_total', help: 'Watch bookmarks received', labelNames: ['resource'], registers });
+    this.batched = new Gauge({ name: 'ripple_watch_batched_keys', help: "Keys waiting in a trigger's batch window for their one enqueue", labelNames: ['function'], registers });
   }
 }

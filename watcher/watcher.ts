@@ -92,6 +92,7 @@ export class Watcher {
       backoff: opts.replayBackoff,
       maxAttempts: opts.delivery?.maxAttempts,
       onGiveUp: (fn) => opts.metrics?.deadLetters.inc({ resource: `batch:${fn}` }),
+      gauge: opts.metrics?.batched,
     });
   }
 
