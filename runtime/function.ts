@@ -100,7 +100,9 @@ export interface Trigger {
    * A batch window (ms): a key this trigger asks for is reconciled this long after the event rather than at
    * once. The earliest request for a key wins (queue contract 4), so a burst of events for one key — the pods
    * of a ModelServing turning Ready one after another — ends in one reconcile at most this late instead of one
-   * per event. The Kubernetes Job and EndpointSlice controllers batch their pod updates the same way. Default:
+   * per event. The Kubernetes Job and EndpointSlice controllers batch their pod updates the same way. The window
+   * is kept in the watcher (watcher/batch-window.ts). A key that is the event's own object on a trigger of the
+   * function's primary resource is never held: it carries the object's resourceVersion to the run. Default:
    * none (at once).
    */
   batchMs?: number;

@@ -361,6 +361,20 @@ describe("a trigger's batch window (Trigger.batchMs)", () => {
     expect(watcher.batched).toBe(0);
   });
 
+  it("never holds a key that carries its object's version: on a primary trigger the object's own key goes at once", async () => {
+    const calls: string[] = [];
+    const primaryFn: FunctionDefinition = {
+      name: 'p',
+      primary: Resources.configMap,
+      triggers: [{ resource: Resources.configMap, batchMs: 60_000, map: (e) => [`ns/${e.object.metadata.name}`, 'ns/other'] }],
+      reconcile: async () => undefined,
+    };
+    const { source, watcher } = harness([primaryFn], { enqueue: async (f, key, _reason, rv) => void calls.push(`${f}:${key}@${rv ?? '-'}`) });
+    await source('configmaps').add(cm('a'));
+    expect(calls).toEqual(['p:ns/a@1']);
+    expect(watcher.batched).toBe(1);
+  });
+
   it('stop() enqueues what the windows hold', async () => {
     const calls: string[] = [];
     const { source, watcher } = harness([fn('batched', { batchMs: 60_000 })], { enqueue: async (f, key) => void calls.push(`${f}:${key}`) });

@@ -311,7 +311,9 @@ export async function dispatchEvent(
 ): Promise<void> {
   const failures: unknown[] = [];
   for (const { fn, key, reason, resourceVersion, batchMs } of keysOf(triggers, event, ctx, log)) {
-    if (batchMs) {
+    // A key that carries its object's version goes at once: the window keeps no versions, and the run it wakes
+    // must not plan below this one (queue/resource-version-order.ts).
+    if (batchMs && resourceVersion === undefined) {
       batches.add(fn, key, reason, batchMs);
       continue;
     }
