@@ -53,10 +53,7 @@ export interface RawRequest {
  * clients would reshape objects (lists and custom resources the watcher keeps as they came).
  */
 export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest = {}): Promise<unknown> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the kubeconfig has no current cluster');
-  const url = new URL(cluster.server + path);
-  for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+  const url = apiUrl(kc, path, req.query);
   let { res, text, method } = await send(kc, url, path, req);
   // Pooled credentials are reused for a while (kube/connection-pool.ts) and a token may expire inside that
   // while: a 401 drops them and the request is sent once more with credentials read again. The API server
@@ -71,6 +68,15 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   }
   if (!res.ok) throw apiErrorOf(res.status, res.statusText, json, `${method} ${path}`);
   return json;
+}
+
+/** The URL of `path` on the kubeconfig's current cluster, with the query's defined parameters. */
+export function apiUrl(kc: KubeConfig, path: string, query: RawRequest['query'] = {}): URL {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  const url = new URL(cluster.server + path);
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+  return url;
 }
 
 /** The API server's refusal as a KubeApiError: its HTTP code, and the reason and message of its Status body if any. */

@@ -4,7 +4,7 @@ import { urlToHttpOptions } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Headers } from 'node-fetch';
 import { dropPooledFetchOptions, pooledFetchOptions } from './connection-pool.js';
-import { apiErrorOf, KubeTimeoutError } from './raw.js';
+import { apiErrorOf, apiUrl, KubeTimeoutError } from './raw.js';
 
 /**
  * One watch request to the API server, read line by line as it streams.
@@ -12,10 +12,10 @@ import { apiErrorOf, KubeTimeoutError } from './raw.js';
  * Why not client-node's `Watch`: it builds a new https.Agent (and re-reads the kubeconfig's
  * certificates) for every watch, so every reconnect and every short-lived watch (a namespace's children
  * cache, a pod-wake) paid a TLS handshake; and it pipes the body through node-fetch's stream and
- * `readline`, which decodes every chunk to a string before splitting it. A converge profile put the two at
- * ~130 ms of the 1.3 s Ripple spends (bench/README.md, "Round 5"). Here the request goes out on the pooled
- * keep-alive connection kube/raw.ts uses, lines are cut from the bytes and each line is decoded once, by
- * JSON.parse's input.
+ * `readline`, which decodes every chunk to a string before splitting it (~60 ms of a converge's 1.3 s busy,
+ * bench/README.md "Round 5"; the rest of a watch's cost is JSON.parse, which any reader pays). Here the
+ * request goes out on the pooled keep-alive connection kube/raw.ts uses, lines are cut from the bytes and
+ * each line is decoded once.
  */
 export interface WatchStreamOptions {
   /** Collection path, e.g. /api/v1/namespaces/x/pods; `watch=true` is added. */
@@ -33,7 +33,7 @@ export interface WatchStreamOptions {
 
 export interface WatchStream {
   /** Settles when the stream ends: resolves on a clean end or `abort()`, rejects on any failure. */
-  readonly done: Promise<{ lines: number }>;
+  readonly done: Promise<void>;
   /** Ends the request now, wherever it is (before headers, mid-stream); `done` then resolves. */
   abort(): void;
 }
@@ -69,13 +69,12 @@ export function openWatch(kc: KubeConfig, opts: WatchStreamOptions): WatchStream
   let aborted = false;
   let request: http.ClientRequest | undefined;
   let settle: ((err: unknown) => void) | undefined;
-  let lines = 0;
-  const done = new Promise<{ lines: number }>((resolve, reject) => {
+  const done = new Promise<void>((resolve, reject) => {
     let settled = false;
     settle = (err) => {
       if (settled) return;
       settled = true;
-      if (err === undefined || aborted) resolve({ lines });
+      if (err === undefined || aborted) resolve();
       else reject(err);
     };
     if (aborted) return settle(undefined);
@@ -84,10 +83,7 @@ export function openWatch(kc: KubeConfig, opts: WatchStreamOptions): WatchStream
         request = req;
         if (aborted) req.destroy();
       },
-      onLine: (type, object) => {
-        lines++;
-        opts.onLine(type, object);
-      },
+      onLine: opts.onLine,
       settle: (err) => settle?.(err),
     }).catch((err: unknown) => settle?.(err));
   });
@@ -108,11 +104,7 @@ interface Sink {
 }
 
 async function start(kc: KubeConfig, opts: WatchStreamOptions, sink: Sink): Promise<void> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the kubeconfig has no current cluster');
-  const url = new URL(cluster.server + opts.path);
-  url.searchParams.set('watch', 'true');
-  for (const [k, v] of Object.entries(opts.query)) if (v !== undefined) url.searchParams.set(k, String(v));
+  const url = apiUrl(kc, opts.path, { ...opts.query, watch: true });
   const init = await pooledFetchOptions(kc);
   const headers: Record<string, string> = {};
   for (const [name, value] of new Headers(init.headers)) headers[name] = value;
