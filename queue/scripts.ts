@@ -21,7 +21,8 @@ import { KEEP_VERSION_LUA } from './resource-version-order.js';
  *   failures HASH  key -> consecutive failures, for per-key backoff
  *   seq      STRING     job ids and fencing tokens come from INCR of it (a claim raises it to at
  *                       least Redis's clock in µs-like units, see CLAIM)
- *   released HASH  key -> `<token>|<answer…>` of the key's last RELEASE, until its next claim
+ *   released HASH  key -> `<token>|<answer…>` of the key's last RELEASE, until the key's next RELEASE or the
+ *                       next sweep; a claim leaves it, as its token (never given twice) cannot match it
  *   versions HASH  key -> the highest resourceVersion of the key's own object among the watch events that
  *                       enqueued it since its last claim (queue/resource-version-order.ts); the claim takes it
  *
@@ -147,11 +148,10 @@ bullAdd(r[2], tonumber(r[3]), now, ARGV[5], ARGV[6], ARGV[7])
 return {'added', r[2], r[3], r[4]}
 `;
 
-// Shared Lua: claim(key, id, jobKeyPrefix, leaseMs), CLAIM's decision (see CLAIM) as a function, so the
+// Shared Lua: claim(key, id, jobKeyPrefix, leaseMs, now), CLAIM's decision (see CLAIM) as a function, so the
 // scripts that hand a worker its next job can claim it in the same round trip (claimFetched).
 const CLAIM_FN = `
-local function claim(key, id, jobKeyPrefix, leaseMs)
-local now = nowMs()
+local function claim(key, id, jobKeyPrefix, leaseMs, now)
 local isPending = redis.call('HGET', KEYS[1], key) == id
 local isHeld, lease = held(key, now)
 if isHeld then
@@ -199,7 +199,6 @@ if n < floor then
   redis.call('SET', KEYS[6], string.format('%.0f', n))
 end
 local token = string.format('%.0f', n)
-redis.call('HDEL', KEYS[9], key)
 redis.call('HSET', KEYS[3], key, token .. '|' .. id)
 redis.call('ZADD', KEYS[8], now + tonumber(leaseMs), key)
 -- The version the key was woken at goes to this run; events that come while it runs record the next run's.
@@ -218,7 +217,7 @@ end
 -- HGETALL, its id, …) is claimed here when it is a reconcile job whose data the worker will accept
 -- (reconcileJobSchema: a non-empty string key, a string reason or none); anything else is left to the
 -- worker's own CLAIM. Returns claim()'s verdict with the job id, or an empty table.
-local function claimFetched(fetched, jobName, jobKeyPrefix, leaseMs)
+local function claimFetched(fetched, jobName, jobKeyPrefix, leaseMs, now)
   if type(fetched) ~= 'table' or type(fetched[1]) ~= 'table' or type(fetched[2]) ~= 'string' then return {} end
   local h, name, data = fetched[1], nil, nil
   for i = 1, #h, 2 do
@@ -228,7 +227,7 @@ local function claimFetched(fetched, jobName, jobKeyPrefix, leaseMs)
   local ok, d = pcall(cjson.decode, data)
   if not ok or type(d) ~= 'table' or type(d.key) ~= 'string' or d.key == '' then return {} end
   if d.reason ~= nil and type(d.reason) ~= 'string' then return {} end
-  local v = claim(d.key, fetched[2], jobKeyPrefix, leaseMs)
+  local v = claim(d.key, fetched[2], jobKeyPrefix, leaseMs, now)
   table.insert(v, fetched[2])
   return v
 end
@@ -250,7 +249,7 @@ end
  * Requests marked dirty against a holder whose lease ran out are folded in: the claim reads fresh state.
  */
 export const CLAIM = `${LIVE}${KEEP_VERSION_LUA}${HELD}${CLAIM_FN}
-return claim(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+return claim(ARGV[1], ARGV[2], ARGV[3], ARGV[4], nowMs())
 `;
 
 /** ARGV: key, token, leaseMs. Extends the lease of the claim with this token; 0 when it is not the key's any more. */
@@ -261,10 +260,10 @@ redis.call('ZADD', KEYS[8], now + tonumber(ARGV[3]), ARGV[1])
 return 1
 `;
 
-// Shared Lua: release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPrefix, add) — see RELEASE.
+// Shared Lua: release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPrefix, add, now) — see RELEASE.
 // Returns the answer, and whether it is the answer of an earlier run (a resent RELEASE).
 const RELEASE_FN = `
-local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPrefix, add)
+local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPrefix, add, now)
   if not holds(KEYS[3], key, token) then
     -- This RELEASE may have run already and only its reply was lost (the client resends unanswered
     -- commands after a reconnect): answer what it answered then, so its follow-up is still carried out.
@@ -272,7 +271,6 @@ local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPre
     if done and string.sub(done, 1, #token + 1) == token .. '|' then return cjson.decode(string.sub(done, #token + 2)), true end
     return {'stale', '', '0', '0', '0', '0'}, false
   end
-  local now = nowMs()
   redis.call('HDEL', KEYS[3], key)
   redis.call('ZREM', KEYS[8], key)
   -- A run that failed or asked to come back has not done what its version asked for: the next run keeps it.
@@ -323,7 +321,7 @@ end
 export const RELEASE = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}
 local add = nil
 if ARGV[7] then add = {ARGV[7], ARGV[8], ARGV[9]} end
-return (release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add))
+return (release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add, nowMs()))
 `;
 
 /**
@@ -337,14 +335,17 @@ return (release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add))
  * answer for the next job}.
  */
 export const RELEASE_AND_FINISH = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}${BULL_FINISH_LUA}${CLAIM_FN}
-local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], {ARGV[7], ARGV[8], ARGV[9]})
+-- One clock reading for the release and the next job's claim: the claim's lease then counts from before
+-- BullMQ's finish ran, never later than Redis's own view.
+local now = nowMs()
+local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], {ARGV[7], ARGV[8], ARGV[9]}, now)
 -- Resent after a lost reply: the job was finished by the first run (KEYS[31] is its hash).
 if replayed and redis.call('HEXISTS', KEYS[31], 'finishedOn') == 1 then return {0, r, {}} end
 local bk, ba = {}, {}
 for i = 1, 14 do bk[i] = KEYS[19 + i] end
 for i = 1, 9 do ba[i] = ARGV[9 + i] end
 local fetched = bullFinish(bk, ba)
-return {fetched, r, claimFetched(fetched, ARGV[19], ARGV[6], ARGV[20])}
+return {fetched, r, claimFetched(fetched, ARGV[19], ARGV[6], ARGV[20], now)}
 `;
 
 /**
@@ -357,7 +358,7 @@ export const MOVE_TO_ACTIVE_AND_CLAIM = `${LIVE}${KEEP_VERSION_LUA}${HELD}${BULL
 local mk = {}
 for i = 1, 11 do mk[i] = KEYS[10 + i] end
 local fetched = bullMoveToActive(mk, {ARGV[1], ARGV[2], ARGV[3]})
-return {fetched, claimFetched(fetched, ARGV[4], ARGV[5], ARGV[6])}
+return {fetched, claimFetched(fetched, ARGV[4], ARGV[5], ARGV[6], nowMs())}
 `;
 
 /**
