@@ -15,7 +15,13 @@ export type LeaseLoss = 'refused' | 'expired' | 'deadline' | 'lock-lost';
  * from when that renewal was sent (never later than Redis's view).
  */
 export class ClaimLease {
-  readonly controller = new AbortController();
+  /**
+   * Made on first use of `signal`: an AbortController costs ~5 µs to build on Node 20 (a worker's profile,
+   * bench/README.md, "Round 6 of the queue"), and a reconcile that makes no API call never looks at its signal.
+   */
+  private controller: AbortController | undefined;
+  private loss: LeaseLoss | undefined;
+  private readonly onLoss: Array<() => void> = [];
   private renewTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   /** Local time by which the lease has surely run out in Redis unless renewed since. */
@@ -36,18 +42,36 @@ export class ClaimLease {
     this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(leaseMs / 3)));
   }
 
+  /** Aborted, with the LeaseLoss as its reason, when the lease is lost. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.loss !== undefined) this.controller.abort(this.loss);
+    }
     return this.controller.signal;
+  }
+
+  /** Why the lease was lost; undefined while it holds. */
+  get lost(): LeaseLoss | undefined {
+    return this.loss;
+  }
+
+  /** Calls `then` once, when the lease is lost (at once if it is already). */
+  whenLost(then: () => void): void {
+    if (this.loss !== undefined) then();
+    else this.onLoss.push(then);
   }
 
   /** Local time until which the lease may still be alive (0 once it is known lost). */
   get aliveUntil(): number {
-    return this.controller.signal.aborted && this.controller.signal.reason !== 'deadline' ? 0 : this.expiresAt;
+    return this.loss !== undefined && this.loss !== 'deadline' ? 0 : this.expiresAt;
   }
 
   lose(reason: LeaseLoss): void {
-    if (this.controller.signal.aborted) return;
-    this.controller.abort(reason);
+    if (this.loss !== undefined) return;
+    this.loss = reason;
+    this.controller?.abort(reason);
+    for (const then of this.onLoss.splice(0)) then();
     // No more renewals: a handler that does not stop lets the lease run out, and the key goes on.
     this.stop();
   }

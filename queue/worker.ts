@@ -69,15 +69,20 @@ interface Released {
 }
 
 function parseRelease(raw: unknown): Released {
-  const fields = releaseReplySchema.parse(raw);
+  return releasedFrom(releaseReplySchema.parse(raw));
+}
+
+function releasedFrom(fields: string[]): Released {
   if (fields[0] === 'stale') return { stale: true, next: { action: 'none', jobId: '', delayMs: 0 }, failures: 0, backoffMs: 0 };
   return { stale: false, next: parseSchedule(fields), failures: Number(fields[4] ?? 0), backoffMs: Number(fields[5] ?? 0) };
 }
 
-/** claimFetched's answer (queue/scripts.ts): nothing, or CLAIM's verdict for the fetched job and its id. */
-const fetchedClaimSchema = z.union([z.tuple([]), z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string(), z.string(), z.string()])]);
-/** RELEASE_AND_FINISH's answer: moveToFinished's (0, an error code, or the next job), RELEASE's, and the next job's claim. */
-const finishReplySchema = z.tuple([z.union([z.number(), z.array(z.unknown())]), z.array(z.string()), fetchedClaimSchema]);
+// The unions list the steady state's answer first: zod tries options in order, and building the issues of an
+// option that does not match costs more than the match.
+/** claimFetched's answer (queue/scripts.ts): CLAIM's verdict for the fetched job and its id, or nothing. */
+const fetchedClaimSchema = z.union([z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string(), z.string(), z.string()]), z.tuple([])]);
+/** RELEASE_AND_FINISH's answer: moveToFinished's (the next job, 0, or an error code), RELEASE's, and the next job's claim. */
+const finishReplySchema = z.tuple([z.union([z.array(z.unknown()), z.number()]), z.array(z.string()), fetchedClaimSchema]);
 /** MOVE_TO_ACTIVE_AND_CLAIM's answer: moveToActive's and the fetched job's claim. */
 const fetchReplySchema = z.tuple([z.array(z.unknown()), fetchedClaimSchema]);
 const scriptArgsSchema = z.array(z.union([z.string(), z.number(), z.instanceof(Buffer)]));
@@ -247,9 +252,13 @@ export class KeyedWorker {
     const lease = new ClaimLease(this.opts.connection, this.opts.queue.keys, key, verdict.token, this.leaseMs, claimSentAt, this.opts.log);
     this.leases.set(jobId, lease);
     const reconcileId = randomUUID();
-    // Not `token`: the logger redacts that name (runtime/log.ts), and a fencing token is no secret.
     const minResourceVersion = verdict.minResourceVersion;
-    const log = this.opts.log.child({ function: this.name, key, reconcileId, fencingToken: verdict.token, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) });
+    // Built on first use: a pino child costs a few µs (each binding passes the logger's redaction), and a
+    // reconcile that logs nothing needs none (bench/README.md, "Round 6 of the queue").
+    let child: Logger | undefined;
+    const log = (): Logger =>
+      // Not `token`: the logger redacts that name (runtime/log.ts), and a fencing token is no secret.
+      (child ??= this.opts.log.child({ function: this.name, key, reconcileId, fencingToken: verdict.token, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }));
     const startedAt = Date.now();
     m?.queueDuration.observe(labels, Math.max(0, startedAt - job.timestamp - (job.opts.delay ?? 0)) / 1000);
     m?.activeWorkers.inc({ controller: this.name });
@@ -257,7 +266,21 @@ export class KeyedWorker {
     let requeueAfterMs = 0;
     let failure: unknown;
     try {
-      const result = await this.runBounded(lease, () => this.opts.reconcile({ key, reconcileId, reason, log, token: verdict.token, signal: lease.signal, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }), log);
+      // log and signal are read on demand (see above, and queue/lease.ts).
+      const info: ReconcileInfo = {
+        key,
+        reconcileId,
+        reason,
+        get log() {
+          return log();
+        },
+        token: verdict.token,
+        get signal() {
+          return lease.signal;
+        },
+        ...(minResourceVersion !== undefined ? { minResourceVersion } : {}),
+      };
+      const result = await this.runBounded(lease, () => this.opts.reconcile(info), log);
       if (result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0) {
         outcome = 'requeue';
         requeueAfterMs = result.requeueAfterMs;
@@ -285,7 +308,7 @@ export class KeyedWorker {
     if (released.stale) {
       // Another claim has the key: whatever this one decided is not ours to schedule any more.
       m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
-      log.warn({ lost: String(lease.signal.reason ?? 'taken over') }, 'lost the claim before releasing; the key is reconciled by its new holder');
+      log().warn({ lost: lease.lost ?? 'taken over' }, 'lost the claim before releasing; the key is reconciled by its new holder');
       return 'fenced: the claim was lost before release';
     }
     await this.applyFollowUp(key, released.next, outcome === 'error' ? 'retry' : 'dirty', log);
@@ -294,10 +317,10 @@ export class KeyedWorker {
     m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
     if (outcome === 'error') {
       m?.retries.inc(labels);
-      log.warn({ err: errorText(failure), failures: released.failures, backoffMs: released.backoffMs }, 'reconcile failed; retrying with backoff');
+      log().warn({ err: errorText(failure), failures: released.failures, backoffMs: released.backoffMs }, 'reconcile failed; retrying with backoff');
     } else {
       m?.terminalErrors.inc({ controller: this.name });
-      log.warn({ err: errorText(failure) }, 'reconcile failed terminally; not retrying');
+      log().warn({ err: errorText(failure) }, 'reconcile failed terminally; not retrying');
     }
     // Ripple scheduled the retry itself (or none, for a terminal error); this job only shows as failed
     // on the dashboard with its reason, and BullMQ must not run it again.
@@ -313,7 +336,7 @@ export class KeyedWorker {
    * pending job earlier (the only follow-up a script cannot do, retried; should every attempt fail,
    * the pending job still runs, at its later time).
    */
-  private async finishWithRelease(job: Job, key: string, token: string, outcome: 'success' | 'requeue', requeueAfterMs: number, log: Logger): Promise<void> {
+  private async finishWithRelease(job: Job, key: string, token: string, outcome: 'success' | 'requeue', requeueAfterMs: number, log: () => Logger): Promise<void> {
     const q = this.opts.queue;
     const releaseKeys = q.addingScriptKeys;
     const releaseArgs = [key, token, outcome, String(Math.round(requeueAfterMs)), '0', q.keys.jobKeyPrefix, ...(await q.addArgs(key, outcome === 'requeue' ? 'requeue' : 'dirty'))];
@@ -331,7 +354,7 @@ export class KeyedWorker {
       job.returnvalue = returnValue;
       job.finishedOn = Number(args[BULL_FINISH_KEYS + 1]);
       job.attemptsMade += 1;
-      await this.afterRelease(key, parseRelease(releasedRaw), outcome, requeueAfterMs, log);
+      await this.afterRelease(key, releasedFrom(releasedRaw), outcome, requeueAfterMs, log);
       if (typeof finished === 'number' && finished < 0) throw scripts.finishedErrors({ code: finished, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
       // As BullMQ's Scripts.moveToFinished answers: [] when no next job (the worker then marks itself drained
       // and resets its delays before blocking for the next one).
@@ -367,15 +390,15 @@ export class KeyedWorker {
   }
 
   /** Metrics, logs and the follow-up that is left to do after a release of a claim that succeeded. */
-  private async afterRelease(key: string, released: Released, outcome: 'success' | 'requeue', requeueAfterMs: number, log: Logger): Promise<void> {
+  private async afterRelease(key: string, released: Released, outcome: 'success' | 'requeue', requeueAfterMs: number, log: () => Logger): Promise<void> {
     const m = this.opts.metrics;
     if (released.stale) {
       m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
-      log.warn('lost the claim before releasing; the key is reconciled by its new holder');
+      log().warn('lost the claim before releasing; the key is reconciled by its new holder');
       return;
     }
     m?.reconcileTotal.inc({ controller: this.name, result: outcome === 'requeue' ? 'requeue_after' : 'success' });
-    log.debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined }, 'reconciled');
+    if (this.opts.log.isLevelEnabled('debug')) log().debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined }, 'reconciled');
     try {
       await this.applyFollowUp(key, released.next, outcome === 'requeue' ? 'requeue' : 'dirty', log);
     } catch {
@@ -390,21 +413,27 @@ export class KeyedWorker {
    * (no renewals after an abort), so a retry never overlaps a handler that is still running on a live
    * lease. A handler that settles after that is abandoned: its calls through Ripple's helpers fail.
    */
-  private async runBounded<T>(lease: ClaimLease, handler: () => Promise<T>, log: Logger): Promise<T> {
+  private async runBounded<T>(lease: ClaimLease, handler: () => Promise<T>, log: () => Logger): Promise<T> {
     const timeoutMs = this.opts.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
-    const work = inReconcileScope({ signal: lease.signal, token: lease.token }, handler);
+    const scope = {
+      get signal() {
+        return lease.signal;
+      },
+      token: lease.token,
+    };
+    const work = inReconcileScope(scope, handler);
     const settled = work.then(
       () => undefined,
       () => undefined,
     );
     let deadline: NodeJS.Timeout | undefined;
     if (timeoutMs > 0 && Number.isFinite(timeoutMs)) deadline = setTimeout(() => lease.lose('deadline'), timeoutMs);
-    const aborted = new Promise<void>((resolve) => lease.signal.addEventListener('abort', () => resolve(), { once: true }));
+    const aborted = new Promise<void>((resolve) => lease.whenLost(resolve));
     try {
       await Promise.race([settled, aborted]);
-      if (lease.signal.aborted) {
-        const reason = String(lease.signal.reason);
-        log.warn({ reason }, 'reconcile told to stop; waiting for it to settle while the lease lasts');
+      if (lease.lost !== undefined) {
+        const reason = lease.lost;
+        log().warn({ reason }, 'reconcile told to stop; waiting for it to settle while the lease lasts');
         let wait: NodeJS.Timeout | undefined;
         await Promise.race([settled, new Promise<void>((r) => (wait = setTimeout(r, Math.max(0, lease.aliveUntil - Date.now()))))]);
         clearTimeout(wait);
@@ -422,7 +451,7 @@ export class KeyedWorker {
    * never does, the error goes to BullMQ, which retries this job; by then the lease has run out and the
    * retry takes the key over and reconciles it again, so no follow-up is lost.
    */
-  private async release(key: string, token: string, outcome: string, requeueAfterMs: number, log: Logger): Promise<Released> {
+  private async release(key: string, token: string, outcome: string, requeueAfterMs: number, log: () => Logger): Promise<Released> {
     const q = this.opts.queue;
     const k = q.keys;
     const redis = this.opts.connection;
@@ -436,7 +465,7 @@ export class KeyedWorker {
         return parseRelease(raw);
       },
       this.opts.applyRetry ?? DEFAULT_APPLY_RETRY,
-      (err, attempt, retryInMs) => log.warn({ attempt, retryInMs, err: errorText(err) }, 'could not release the key; retrying'),
+      (err, attempt, retryInMs) => log().warn({ attempt, retryInMs, err: errorText(err) }, 'could not release the key; retrying'),
     );
   }
 
@@ -446,20 +475,20 @@ export class KeyedWorker {
    * which runs this job again later; meanwhile an event for the key within the pending grace period
    * adds the recorded job itself, and after it a new one is recorded.
    */
-  private async applyFollowUp(key: string, next: ScheduleResult, reason: string, log: Logger): Promise<void> {
+  private async applyFollowUp(key: string, next: ScheduleResult, reason: string, log: () => Logger): Promise<void> {
     if (next.action !== 'add' && next.action !== 'reschedule') return;
     try {
       await withRetries(
         () => this.opts.queue.apply(key, next, reason),
         this.opts.applyRetry ?? DEFAULT_APPLY_RETRY,
         (err, attempt, retryInMs) => {
-          if (retryInMs !== undefined) log.warn({ key, attempt, retryInMs, err: errorText(err) }, 'could not schedule the follow-up reconcile; retrying');
+          if (retryInMs !== undefined) log().warn({ key, attempt, retryInMs, err: errorText(err) }, 'could not schedule the follow-up reconcile; retrying');
         },
       );
     } catch (err) {
       // BullMQ retries this job (unbounded attempts, backoff): its next run claims the key again and
       // reconciles it, which carries out the lost follow-up.
-      log.error({ key, action: next.action, jobId: next.jobId, delayMs: next.delayMs, reason, err: errorText(err) }, 'could not schedule the follow-up reconcile; this job runs again to redo it');
+      log().error({ key, action: next.action, jobId: next.jobId, delayMs: next.delayMs, reason, err: errorText(err) }, 'could not schedule the follow-up reconcile; this job runs again to redo it');
       throw err;
     }
   }

@@ -100,7 +100,8 @@ export class FunctionHost {
    */
   runHandler(def: FunctionDefinition, info: Pick<ReconcileInfo, 'key' | 'reason' | 'log'> & Partial<Pick<ReconcileInfo, 'token' | 'signal' | 'minResourceVersion'>>): Promise<ReconcileOutcome | void> {
     const woken = info.minResourceVersion !== undefined ? { minResourceVersion: info.minResourceVersion } : {};
-    return def.reconcile({ key: info.key, reason: info.reason, ...parseObjectKey(info.key), ...woken }, this.context(info.log, info));
+    // The worker builds the reconcile's logger and signal on first use; so does the context (see context()).
+    return def.reconcile({ key: info.key, reason: info.reason, ...parseObjectKey(info.key), ...woken }, this.context(() => info.log, info));
   }
 
   /**
@@ -208,18 +209,33 @@ export class FunctionHost {
     return n;
   }
 
-  /** A handler's context; `claim` is the queue claim it runs under (none outside a worker: never aborted). */
-  context(log: Logger, claim: Partial<Pick<ReconcileInfo, 'token' | 'signal'>> = {}): HandlerContext {
+  /**
+   * A handler's context; `claim` is the queue claim it runs under (none outside a worker: never aborted). `log`
+   * may be given as a function: it is then called when the handler first logs, and the claim's signal is
+   * read when the handler first looks at it, as most reconciles do neither (queue/worker.ts builds both on demand).
+   */
+  context(log: Logger | (() => Logger), claim: Partial<Pick<ReconcileInfo, 'token' | 'signal'>> = {}): HandlerContext {
+    const logger = typeof log === 'function' ? log : () => log;
+    let unclaimed: AbortSignal | undefined;
     return {
-      signal: claim.signal ?? new AbortController().signal,
+      get signal() {
+        return claim.signal ?? (unclaimed ??= new AbortController().signal);
+      },
       token: claim.token ?? '',
       kc: this.opts.kc,
       redis: this.redis,
       prefix: this.prefix,
-      log,
+      get log() {
+        return logger();
+      },
       now: () => new Date(),
       // A request dropped over the cap is logged with this reconcile's context and counted.
-      events: queueEventSink(this.redis, this.prefix, () => this.queue(EMIT_EVENTS), Date.now, MAX_PENDING_EVENT_REQUESTS, { log, registry: this.opts.metrics?.registry }),
+      events: queueEventSink(this.redis, this.prefix, () => this.queue(EMIT_EVENTS), Date.now, MAX_PENDING_EVENT_REQUESTS, {
+        get log() {
+          return logger();
+        },
+        registry: this.opts.metrics?.registry,
+      }),
       enqueue: (fn, key, delayMs) => this.enqueue(fn, key, 'handler', delayMs),
       // Through the host's queue, so a handler builds no BullMQ Queue of its own per call.
       setResyncInterval: (fn, everyMs) => ensureResyncInterval(this.queue(fn), everyMs),
