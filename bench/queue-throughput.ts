@@ -20,6 +20,12 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const JOBS = Number(process.env.BENCH_JOBS ?? 2000);
 const WORKERS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
 const PACED_JOBS = Number(process.env.BENCH_PACED_JOBS ?? 500);
+/**
+ * Jobs each run sends through its fresh worker processes before the timer starts, on both sides alike: a worker's
+ * first few hundred jobs run before V8 has optimised the code they take, and at 4 workers a 2000-job burst is 500 per
+ * process, so without them the runs measured start-up as much as the queue.
+ */
+const WARMUP_JOBS = Number(process.env.BENCH_WARMUP_JOBS ?? 1000);
 const COUNTED_JOBS = 1000;
 const BASELINE_REF = process.env.BENCH_BASELINE_REF;
 const baselineRoot = BASELINE_REF ? baselineCheckout(path.resolve(here, '..'), BASELINE_REF) : undefined;
@@ -184,6 +190,12 @@ async function run(mode: Mode, workers: number, redisUrl: string, jobs: number, 
   const pool = await startWorkers(workers, { REDIS_URL: redisUrl, PREFIX: prefix, QUEUE: name, MODE: mode === 'plain' ? 'plain' : 'ripple' }, root);
   const enqueuedAt = new Map<string, number>();
   const side = await enqueueSide(mode, root, name, redis, prefix);
+  const starts = `${prefix}:bench:starts`;
+  if (WARMUP_JOBS > 0) {
+    await Promise.all(Array.from({ length: 16 }, async (_, lane) => { for (let i = lane; i < WARMUP_JOBS; i += 16) await side.add(`ns/warmup-${i}`); }));
+    await waitForStarts(redis, starts, WARMUP_JOBS);
+    await redis.del(starts);
+  }
   const redisCpu0 = await redisCpuSeconds(redis);
   const cpu0 = process.cpuUsage();
   const t0 = nowMs();
@@ -202,7 +214,6 @@ async function run(mode: Mode, workers: number, redisUrl: string, jobs: number, 
     // A burst from 16 concurrent producers: throughput, with the backlog's latency.
     await Promise.all(Array.from({ length: 16 }, async (_, lane) => { for (let i = lane; i < jobs; i += 16) await add(`ns/obj-${i}`); }));
   }
-  const starts = `${prefix}:bench:starts`;
   await waitForStarts(redis, starts, jobs);
   const elapsedS = (nowMs() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
@@ -211,7 +222,7 @@ async function run(mode: Mode, workers: number, redisUrl: string, jobs: number, 
     const [key, at] = line.split('|');
     return Number(at) - enqueuedAt.get(key!)!;
   });
-  // Includes the workers' start-up (the same for both sides), not only the run.
+  // Includes the workers' start-up and warm-up (the same for both sides), not only the run.
   const workerCpuS = await pool.stop();
   await side.close();
   await cleanup(redis, prefix);
