@@ -1,0 +1,58 @@
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../runtime/log.js';
+import { queueKeys } from './keys.js';
+import { ClaimLease } from './lease.js';
+
+// A real client that never connects: these leases are stopped or lost long before their first renewal (a third of a
+// minute), so no command is ever sent.
+const redis = new Redis({ lazyConnect: true });
+const leases: ClaimLease[] = [];
+function lease(): ClaimLease {
+  const l = new ClaimLease(redis, queueKeys('ripple', 'fn'), 'ns/a', '7', 60_000, Date.now(), createLogger('lease-test', 'silent'));
+  leases.push(l);
+  return l;
+}
+afterEach(() => {
+  for (const l of leases.splice(0)) l.stop();
+});
+
+describe('ClaimLease', () => {
+  it('builds its signal on first use, already aborted with the reason when the lease was lost before', () => {
+    const l = lease();
+    l.lose('refused');
+    expect(l.lost).toBe('refused');
+    expect(l.signal.aborted).toBe(true);
+    expect(l.signal.reason).toBe('refused');
+    expect(l.aliveUntil).toBe(0);
+  });
+
+  it('aborts a signal read before the loss, with the reason, and only for the first loss', () => {
+    const l = lease();
+    const signal = l.signal;
+    expect(signal.aborted).toBe(false);
+    l.lose('expired');
+    l.lose('refused');
+    expect(signal.reason).toBe('expired');
+    expect(l.lost).toBe('expired');
+  });
+
+  it('calls whenLost once on the loss, and at once when the lease is lost already', () => {
+    const l = lease();
+    const calls: string[] = [];
+    l.whenLost(() => calls.push('before'));
+    expect(calls).toEqual([]);
+    l.lose('lock-lost');
+    l.lose('lock-lost');
+    l.whenLost(() => calls.push('after'));
+    expect(calls).toEqual(['before', 'after']);
+  });
+
+  it('keeps the lease alive until it runs out when only the deadline passed', () => {
+    const l = lease();
+    const alive = l.aliveUntil;
+    l.lose('deadline');
+    expect(l.aliveUntil).toBe(alive);
+    expect(alive).toBeGreaterThan(Date.now());
+  });
+});
