@@ -18,7 +18,7 @@ export function scriptSha(script: string): string {
  * Runs a Lua script by its SHA (EVALSHA), loading it on first use or after a Redis restart (NOSCRIPT).
  * Sending the whole script on every call (EVAL) costs a parse and a hash per job on the hot path.
  */
-export async function runScript(redis: RedisClient, script: string, keys: string[], args: Array<string | number | Buffer>): Promise<unknown> {
+export async function runScript(redis: RedisClient, script: string, keys: readonly string[], args: Array<string | number | Buffer>): Promise<unknown> {
   // A reconcile that lost its claim must not write through a script on behalf of it.
   throwIfLeaseLost('Redis script');
   const sha = scriptSha(script);

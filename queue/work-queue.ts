@@ -85,10 +85,12 @@ export class WorkQueue {
     return this.opts.connection;
   }
 
-  /** KEYS of the scripts that may add a job (ENQUEUE, RELEASE): Ripple's, then BullMQ's for its add. */
-  get addingScriptKeys(): string[] {
-    return [...scriptKeys(this.keys), ...bullAddKeys(this.bull)];
+  /** KEYS of the scripts that may add a job (ENQUEUE, RELEASE): Ripple's, then BullMQ's for its add. Built once: every job sends them. */
+  get addingScriptKeys(): readonly string[] {
+    this.addingKeys ??= [...scriptKeys(this.keys), ...bullAddKeys(this.bull)];
+    return this.addingKeys;
   }
+  private addingKeys: readonly string[] | undefined;
 
   /**
    * What BullMQ's add of a reconcile job for `key` would send, for a script to add it itself. BullMQ
