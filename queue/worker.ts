@@ -77,14 +77,19 @@ function releasedFrom(fields: string[]): Released {
   return { stale: false, next: parseSchedule(fields), failures: Number(fields[4] ?? 0), backoffMs: Number(fields[5] ?? 0) };
 }
 
+/**
+ * BullMQ's own answer inside ours, handed to BullMQ's raw2NextJobData as its Scripts would: checked to be an
+ * array and not copied (z.array would copy the job's fields, element by element, on every job).
+ */
+const bullReply = z.custom<unknown[]>((v) => Array.isArray(v), { message: 'expected BullMQ\'s answer (an array)' });
 // The unions list the steady state's answer first: zod tries options in order, and building the issues of an
 // option that does not match costs more than the match.
 /** claimFetched's answer (queue/scripts.ts): CLAIM's verdict for the fetched job and its id, or nothing. */
 const fetchedClaimSchema = z.union([z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string(), z.string(), z.string()]), z.tuple([])]);
 /** RELEASE_AND_FINISH's answer: moveToFinished's (the next job, 0, or an error code), RELEASE's, and the next job's claim. */
-const finishReplySchema = z.tuple([z.union([z.array(z.unknown()), z.number()]), z.array(z.string()), fetchedClaimSchema]);
+const finishReplySchema = z.tuple([z.union([bullReply, z.number()]), z.array(z.string()), fetchedClaimSchema]);
 /** MOVE_TO_ACTIVE_AND_CLAIM's answer: moveToActive's and the fetched job's claim. */
-const fetchReplySchema = z.tuple([z.array(z.unknown()), fetchedClaimSchema]);
+const fetchReplySchema = z.tuple([bullReply, fetchedClaimSchema]);
 const scriptArgsSchema = z.array(z.union([z.string(), z.number(), z.instanceof(Buffer)]));
 /** Claims made when their jobs were fetched that no processor took (a crash between): at most this many kept. */
 const MAX_FETCHED_CLAIMS = 10_000;
@@ -344,11 +349,19 @@ export class KeyedWorker {
     job.moveToCompleted = async (returnValue: unknown, bullToken: string, fetchNext = true) => {
       await this.worker.waitUntilReady();
       const args = scripts.moveToCompletedArgs(job, JSON.stringify(returnValue), job.opts.removeOnComplete ?? false, bullToken, fetchNext);
-      const finishKeys = args.slice(0, BULL_FINISH_KEYS).map(String);
-      // ioredis sends undefined as ''; BullMQ's script reads '' as "no fields to update".
-      const finishArgs = args.slice(BULL_FINISH_KEYS).map((a) => (a === undefined ? '' : typeof a === 'boolean' ? String(a) : a));
+      // RELEASE's keys then BullMQ's, RELEASE's arguments then BullMQ's, each list built once (this runs for every job).
+      const keys = [...releaseKeys];
+      for (let i = 0; i < BULL_FINISH_KEYS; i++) keys.push(String(args[i]));
+      // A copy: BullMQ calls this again when a completion failed on a connection error.
+      const argv: Array<string | number | Buffer> = [...releaseArgs];
+      for (let i = BULL_FINISH_KEYS; i < args.length; i++) {
+        const a = args[i];
+        // ioredis sends undefined as ''; BullMQ's script reads '' as "no fields to update".
+        argv.push(a === undefined ? '' : typeof a === 'boolean' ? String(a) : a);
+      }
+      argv.push(RECONCILE_JOB, String(this.leaseMs));
       const sentAt = Date.now();
-      const raw = await runScript(this.opts.connection, RELEASE_AND_FINISH, [...releaseKeys, ...finishKeys], [...releaseArgs, ...finishArgs, RECONCILE_JOB, String(this.leaseMs)]);
+      const raw = await runScript(this.opts.connection, RELEASE_AND_FINISH, keys, argv);
       const [finished, releasedRaw, nextClaim] = finishReplySchema.parse(raw);
       this.recordFetchedClaim(nextClaim, sentAt);
       job.returnvalue = returnValue;
@@ -422,20 +435,27 @@ export class KeyedWorker {
       token: lease.token,
     };
     const work = inReconcileScope(scope, handler);
-    const settled = work.then(
-      () => undefined,
-      () => undefined,
-    );
+    const settled = (): Promise<void> =>
+      work.then(
+        () => undefined,
+        () => undefined,
+      );
     let deadline: NodeJS.Timeout | undefined;
     if (timeoutMs > 0 && Number.isFinite(timeoutMs)) deadline = setTimeout(() => lease.lose('deadline'), timeoutMs);
-    const aborted = new Promise<void>((resolve) => lease.whenLost(resolve));
     try {
-      await Promise.race([settled, aborted]);
+      // Settled or lost, whichever is first, in one promise: this runs for every job.
+      await new Promise<void>((resolve) => {
+        void work.then(
+          () => resolve(),
+          () => resolve(),
+        );
+        lease.whenLost(resolve);
+      });
       if (lease.lost !== undefined) {
         const reason = lease.lost;
         log().warn({ reason }, 'reconcile told to stop; waiting for it to settle while the lease lasts');
         let wait: NodeJS.Timeout | undefined;
-        await Promise.race([settled, new Promise<void>((r) => (wait = setTimeout(r, Math.max(0, lease.aliveUntil - Date.now()))))]);
+        await Promise.race([settled(), new Promise<void>((r) => (wait = setTimeout(r, Math.max(0, lease.aliveUntil - Date.now()))))]);
         clearTimeout(wait);
         if (reason === 'deadline') throw new DeadlineExceededError(`reconcile did not finish within ${timeoutMs} ms`);
         throw new LeaseLostError(`reconcile lost its claim (${reason})`);
