@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { JOB_RETENTION, WorkQueue } from '../queue/work-queue.js';
+import { startMonitor } from '../sandbox/redis-monitor.js';
 import { startRedis } from '../sandbox/redis.js';
 import { baselineCheckout } from './baseline.js';
 import { nowMs, percentile, round } from './stats.js';
@@ -110,7 +111,7 @@ class CommandCounter {
 
   static async start(url: string): Promise<CommandCounter> {
     const client = new Redis(url);
-    const monitor = await client.monitor();
+    const monitor = await startMonitor(client);
     const counter = new CommandCounter(client, monitor);
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       const cmd = String(args[0]).toLowerCase();

@@ -11,6 +11,7 @@ import { createLogger } from '../../runtime/log.js';
 import { countWrites, eventsAbout, objectListKey, waitSettled } from '../fixtures/emit-events-cluster.js';
 import { startProcess, stopProcess } from '../harness/processes.js';
 import { type TestSandbox, openSandbox, waitFor } from '../harness/sandbox.js';
+import { startMonitor } from '../../sandbox/redis-monitor.js';
 
 // emit-events against the real API server and Redis: three worker processes consume one queue and
 // must behave as one client-go recorder (counting, spam filter, aggregation), and a request
@@ -199,9 +200,8 @@ describe('emit-events on the sandbox', () => {
     const requests = roles.map((r) => roleEvent(ref, `Role ${r.split('-')[0]}/${r} in ServingGroup four-roles-0 is now Creating`));
     // The producer's first enqueue loads the script (EVALSHA refused, then EVAL): done before counting.
     await sink(producer).emit(roleEvent(await subject('four-roles-warm-up')));
-    // ioredis opens a connection of its own for MONITOR (as queue-woken-version does); not on a duplicate, whose
-    // own command queue then received MONITOR lines in one CI run ("Command queue state error").
-    const monitor = await sb.redis.monitor();
+    // On a connection of its own, listened on from the start (sandbox/redis-monitor.ts says why).
+    const monitor = await startMonitor(sb.redis);
     const seen: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source !== 'lua') seen.push(args);

@@ -12,6 +12,7 @@ import { mapToSelf } from '../../watcher/mappers.js';
 import { ObjectStore } from '../../watcher/store.js';
 import { Watcher } from '../../watcher/watcher.js';
 import { waitFor } from '../harness/sandbox.js';
+import { startMonitor } from '../../sandbox/redis-monitor.js';
 
 // Issue 12: a resync enqueues every object; one ENQUEUE round trip per object made a 1,000-object resync
 // 1,000 round trips. Measured on the real Redis the harness started: the client's writes to its socket
@@ -44,7 +45,7 @@ function countWrites(client: Redis): { readonly writes: number; readonly sent: s
 
 /** EVALSHA commands clients send to Redis while `fn` runs (MONITOR; commands scripts run are not counted). */
 async function countEvalsha(fn: () => Promise<void>): Promise<number> {
-  const monitor = await new Redis(redisUrl).monitor();
+  const monitor = await startMonitor(new Redis(redisUrl));
   let n = 0;
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     if (source !== 'lua' && String(args[0]).toLowerCase() === 'evalsha') n++;

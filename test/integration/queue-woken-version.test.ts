@@ -11,6 +11,7 @@ import { httpReconcile } from '../../runtime/dispatcher.js';
 import { parseReconcileRequest, serveFunction } from '../../runtime/http-function.js';
 import { createLogger } from '../../runtime/log.js';
 import { waitFor } from '../harness/sandbox.js';
+import { startMonitor } from '../../sandbox/redis-monitor.js';
 
 // Issue 15's remaining gap: a queued job carried only its key and a reason, so a handler could not know the
 // resourceVersion of the event that woke it. The queue now keeps, per key, the highest version of the key's own
@@ -172,7 +173,7 @@ describe('the resourceVersion a key was woken at', () => {
   it('an enqueue with a version is still one round trip (MONITOR: commands the producer sent)', async () => {
     const queue = makeQueue('rtt');
     await queue.add('ns/warm-up', 0, 'Pod:update', '1'); // loads the script and BullMQ's template
-    const monitor = await redis.monitor();
+    const monitor = await startMonitor(redis);
     open.push({ close: async () => void monitor.disconnect() });
     const seen: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
