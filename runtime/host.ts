@@ -212,7 +212,7 @@ export class FunctionHost {
   /**
    * A handler's context; `claim` is the queue claim it runs under (none outside a worker: never aborted). `log`
    * may be given as a function: it is then called when the handler first logs, and the claim's signal is
-   * read when the handler first looks at it, as most reconciles do neither (queue/worker.ts builds both on demand).
+   * read when the handler first looks at it, so a reconcile that does neither builds neither (queue/worker.ts).
    */
   context(log: Logger | (() => Logger), claim: Partial<Pick<ReconcileInfo, 'token' | 'signal'>> = {}): HandlerContext {
     const logger = typeof log === 'function' ? log : () => log;
