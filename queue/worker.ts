@@ -173,9 +173,12 @@ export class KeyedWorker {
   private readonly leases = new Map<string, ClaimLease>();
   /** Claims made by the scripts that fetched their jobs (claimFetched), by BullMQ job id, until processed. */
   private readonly fetchedClaims = new Map<string, FetchedClaim>();
+  /** The caller's logger with this worker's function bound once: every line it and its reconciles write names it. */
+  private readonly log: Logger;
 
   constructor(private readonly opts: KeyedWorkerOptions) {
     this.name = opts.queue.name;
+    this.log = opts.log.child({ function: this.name });
     this.leaseMs = opts.lockDurationMs ?? 30_000;
     const concurrency = opts.concurrency ?? 1;
     opts.metrics?.maxConcurrent.set({ controller: this.name }, concurrency);
@@ -197,7 +200,7 @@ export class KeyedWorker {
     // Set before the worker's run loop first fetches (it starts asynchronously, after this constructor).
     worker.fetch = (args) => this.fetchAndClaim(args);
     this.worker = worker;
-    this.worker.on('error', (err) => opts.log.error({ err: String(err) }, 'worker error'));
+    this.worker.on('error', (err) => this.log.error({ err: String(err) }, 'worker error'));
     // BullMQ could not extend these jobs' locks (Redis unreachable, or its event loop was blocked): the
     // stalled-job check may hand them to another worker, so their handlers must stop now.
     this.worker.on('lockRenewalFailed', (jobIds: string[]) => {
@@ -207,8 +210,8 @@ export class KeyedWorker {
 
   private async process(job: Job, bullToken?: string): Promise<string> {
     if (job.name === RESYNC_JOB) {
-      const swept = await sweepQueue(this.opts.queue, this.opts.log);
-      const n = (await this.opts.resync?.(this.opts.log)) ?? 0;
+      const swept = await sweepQueue(this.opts.queue, this.log);
+      const n = (await this.opts.resync?.(this.log)) ?? 0;
       return `resync enqueued ${n}${swept ? `, swept ${swept} orphaned entries` : ''}`;
     }
     if (job.name !== RECONCILE_JOB) throw new UnrecoverableError(`unknown job name ${job.name}`);
@@ -249,12 +252,12 @@ export class KeyedWorker {
       const held = await runScript(this.opts.connection, RENEW, scriptKeys(this.opts.queue.keys), [key, verdict.token, String(this.leaseMs)]);
       if (held !== 1) {
         m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
-        this.opts.log.warn({ key, fencingToken: verdict.token, waitedMs: sentAt - fetched.sentAt }, 'the claim made when this job was fetched was taken over before it started; not running it');
+        this.log.warn({ key, fencingToken: verdict.token, waitedMs: sentAt - fetched.sentAt }, 'the claim made when this job was fetched was taken over before it started; not running it');
         return 'fenced: the claim made at fetch was taken over before the job started';
       }
       claimSentAt = sentAt;
     }
-    const lease = new ClaimLease(this.opts.connection, this.opts.queue.keys, key, verdict.token, this.leaseMs, claimSentAt, this.opts.log);
+    const lease = new ClaimLease(this.opts.connection, this.opts.queue.keys, key, verdict.token, this.leaseMs, claimSentAt, this.log);
     this.leases.set(jobId, lease);
     const reconcileId = randomUUID();
     const minResourceVersion = verdict.minResourceVersion;
@@ -263,7 +266,7 @@ export class KeyedWorker {
     let child: Logger | undefined;
     const log = (): Logger =>
       // Not `token`: the logger redacts that name (runtime/log.ts), and a fencing token is no secret.
-      (child ??= this.opts.log.child({ function: this.name, key, reconcileId, fencingToken: verdict.token, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }));
+      (child ??= this.log.child({ key, reconcileId, fencingToken: verdict.token, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }));
     const startedAt = Date.now();
     m?.queueDuration.observe(labels, Math.max(0, startedAt - job.timestamp - (job.opts.delay ?? 0)) / 1000);
     m?.activeWorkers.inc({ controller: this.name });
@@ -411,7 +414,7 @@ export class KeyedWorker {
       return;
     }
     m?.reconcileTotal.inc({ controller: this.name, result: outcome === 'requeue' ? 'requeue_after' : 'success' });
-    if (this.opts.log.isLevelEnabled('debug')) log().debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined }, 'reconciled');
+    if (this.log.isLevelEnabled('debug')) log().debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined }, 'reconciled');
     try {
       await this.applyFollowUp(key, released.next, outcome === 'requeue' ? 'requeue' : 'dirty', log);
     } catch {

@@ -124,7 +124,8 @@ export class FunctionHost {
         stalledIntervalMs: this.opts.stalledIntervalMs,
         metrics: this.opts.metrics,
         reconcileTimeoutMs: def.reconcileTimeoutMs,
-        log: this.opts.log.child({ function: def.name }),
+        // The worker binds the function's name itself (once, for its lines and its reconciles').
+        log: this.opts.log,
         reconcile: opts.via?.(def) ?? ((info) => this.runHandler(def, info)),
         resync: () => this.resync(def.name),
       });
