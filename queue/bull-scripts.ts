@@ -30,23 +30,27 @@ function asFunction(name: string, content: string): string {
   return `local function ${name}(KEYS, ARGV)\n${content}\nend\n`;
 }
 
-/** BullMQ's keys the composed add needs, in addStandardJob's order (KEYS[11] … KEYS[19] of ENQUEUE). */
+/** BullMQ's keys the composed add needs, in addStandardJob's order (KEYS[11] … KEYS[19] of ENQUEUE and RELEASE). */
 export function bullAddKeys(queue: Queue): string[] {
   const k = queue.keys;
   return [k.wait!, k.paused!, k.meta!, k.id!, k.completed!, k.delayed!, k.active!, k.events!, k.marker!];
 }
 
 /**
- * Lua: `bullAdd(id, delayMs, now, packedArgs, data, packedOpts)` adds the job `id` as BullMQ's Queue.add would
- * (standard, or delayed when delayMs > 0), with BullMQ's keys at KEYS[11] … KEYS[19], after Ripple's ten
- * (queue/keys.ts scriptKeys). packedArgs and
- * packedOpts are what bullAddArgs() built for a job without id and delay; both are set here, once the
- * script has decided them. Adding an id that exists does nothing (BullMQ's rule), as with Queue.add.
+ * Lua: `bullAdd(ak, id, delayMs, now, packedArgs, data, packedOpts)` adds the job `id` as BullMQ's Queue.add would
+ * (standard, or delayed when delayMs > 0). `ak` is bullAddKeys()'s nine keys, as a table: ADD_KEYS_LUA (KEYS[11] …
+ * KEYS[19], after Ripple's ten of queue/keys.ts scriptKeys) for ENQUEUE and RELEASE, or the ones RELEASE_AND_FINISH
+ * finds among moveToFinished's keys. packedArgs and packedOpts are what bullAddArgs() built for a job without id
+ * and delay; both are set here, once the script has decided them. Adding an id that exists does nothing (BullMQ's
+ * rule), as with Queue.add.
  */
+/** Lua: bullAdd's keys where ENQUEUE and RELEASE take them, bullAddKeys() after Ripple's ten. */
+export const ADD_KEYS_LUA = '{KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19]}';
+
 export const BULL_ADD_LUA = `
 ${asFunction('bullAddStandard', bullScript('addStandardJob-9.js'))}
 ${asFunction('bullAddDelayed', bullScript('addDelayedJob-6.js'))}
-local function bullAdd(id, delayMs, now, packedArgs, data, packedOpts)
+local function bullAdd(ak, id, delayMs, now, packedArgs, data, packedOpts)
   local a = cmsgpack.unpack(packedArgs)
   a[2] = id
   -- The job's timestamp is Redis's clock now, as the script's due is: a delayed job is due at timestamp +
@@ -56,9 +60,9 @@ local function bullAdd(id, delayMs, now, packedArgs, data, packedOpts)
   o['jobId'] = id
   if delayMs > 0 then
     o['delay'] = delayMs
-    return bullAddDelayed({KEYS[19], KEYS[13], KEYS[14], KEYS[16], KEYS[15], KEYS[18]}, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
+    return bullAddDelayed({ak[9], ak[3], ak[4], ak[6], ak[5], ak[8]}, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
   end
-  return bullAddStandard({KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19]}, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
+  return bullAddStandard(ak, {cmsgpack.pack(a), data, cmsgpack.pack(o)})
 end
 `;
 
@@ -77,6 +81,35 @@ export const BULL_MOVE_TO_ACTIVE_LUA = asFunction('bullMoveToActive', bullScript
 /** How many keys BullMQ's moveToActive and moveToFinished take (their Scripts' key lists). */
 export const BULL_MOVE_TO_ACTIVE_KEYS = 11;
 export const BULL_FINISH_KEYS = 14;
+
+/**
+ * Where bullAddKeys()'s nine keys sit among moveToFinished's fourteen (0-based; -1: not there), for a job
+ * completed (BullMQ's Scripts.moveToCompletedArgs order: wait, active, prioritized, events, stalled, limiter,
+ * delayed, paused, meta, pc, completed, the job, metrics, marker). RELEASE_AND_FINISH sends each key once:
+ * moveToFinished's, then the one the add alone needs (the id counter). Lua's indexes in RELEASE_AND_FINISH
+ * follow this list; finishAddKeys() checks it against the keys BullMQ built.
+ */
+export const ADD_KEYS_IN_FINISH = [0, 7, 8, -1, 10, 6, 1, 3, 13] as const;
+
+/** Lua: bullAdd's keys in RELEASE_AND_FINISH: moveToFinished's at KEYS[11] … KEYS[24], then the ones only the add needs. */
+export const FINISH_ADD_KEYS_LUA = ((): string => {
+  let extra = 0;
+  return `{${ADD_KEYS_IN_FINISH.map((at) => `KEYS[${11 + (at < 0 ? BULL_FINISH_KEYS + extra++ : at)}]`).join(', ')}}`;
+})();
+
+/**
+ * The keys RELEASE_AND_FINISH sends after moveToFinished's: the ones only the add needs (its id counter).
+ * Throws when BullMQ's finish keys are not where ADD_KEYS_IN_FINISH says (a BullMQ that orders them
+ * differently), rather than adding a follow-up job under the wrong keys.
+ */
+export function finishAddKeys(addKeys: readonly string[], finishKeys: readonly string[]): string[] {
+  const extra: string[] = [];
+  ADD_KEYS_IN_FINISH.forEach((at, i) => {
+    if (at < 0) extra.push(addKeys[i]!);
+    else if (finishKeys[at] !== addKeys[i]) throw new Error(`bullmq's moveToFinished keys are not in the order Ripple composes (key ${i} of the add, ${addKeys[i]}, is not at ${at}): check the pinned bullmq version`);
+  });
+  return extra;
+}
 
 /** A Redis client stand-in that records the arguments BullMQ would send instead of sending them. */
 interface Capture {

@@ -1,4 +1,4 @@
-import { BULL_ADD_LUA, BULL_FINISH_LUA, BULL_MOVE_TO_ACTIVE_LUA } from './bull-scripts.js';
+import { ADD_KEYS_LUA, BULL_ADD_LUA, BULL_FINISH_LUA, BULL_MOVE_TO_ACTIVE_LUA, FINISH_ADD_KEYS_LUA } from './bull-scripts.js';
 import { FENCE_LUA } from './fence.js';
 import { KEEP_VERSION_LUA } from './resource-version-order.js';
 
@@ -144,7 +144,7 @@ if r[1] ~= 'add' or not ARGV[5] then return r end
 -- An add of an id recorded by another call whose job does not exist yet (readd) creates it here with the
 -- key's due; should that call's own add land later, BullMQ ignores it (the id exists), so nothing is left
 -- to move afterwards.
-bullAdd(r[2], tonumber(r[3]), now, ARGV[5], ARGV[6], ARGV[7])
+bullAdd(${ADD_KEYS_LUA}, r[2], tonumber(r[3]), now, ARGV[5], ARGV[6], ARGV[7])
 return {'added', r[2], r[3], r[4]}
 `;
 
@@ -260,7 +260,8 @@ redis.call('ZADD', KEYS[8], now + tonumber(ARGV[3]), ARGV[1])
 return 1
 `;
 
-// Shared Lua: release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPrefix, add, now) — see RELEASE.
+// Shared Lua: release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPrefix, add, now) — see RELEASE. `add`:
+// nil, or bullAdd's keys and bullAddArgs()'s three, {ak, packedArgs, data, packedOpts}.
 // Returns the answer, and whether it is the answer of an earlier run (a resent RELEASE).
 const RELEASE_FN = `
 local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPrefix, add, now)
@@ -295,7 +296,7 @@ local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPre
   local r
   if due then r = schedule(key, due, now, jobKeyPrefix) else r = {'none', '', '0', '0'} end
   if add and r[1] == 'add' then
-    bullAdd(r[2], tonumber(r[3]), now, add[1], add[2], add[3])
+    bullAdd(add[1], r[2], tonumber(r[3]), now, add[2], add[3], add[4])
     r[1] = 'added'
   end
   table.insert(r, tostring(failures))
@@ -320,17 +321,18 @@ end
  */
 export const RELEASE = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}
 local add = nil
-if ARGV[7] then add = {ARGV[7], ARGV[8], ARGV[9]} end
+if ARGV[7] then add = {${ADD_KEYS_LUA}, ARGV[7], ARGV[8], ARGV[9]} end
 return (release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add, nowMs()))
 `;
 
 /**
  * RELEASE, BullMQ's moveToFinished of the job and CLAIM of the next one in one script
  * (queue/bull-scripts.ts): the worker's steady state is then one round trip per job for releasing the key,
- * adding its follow-up, finishing the job, fetching the next and claiming it. KEYS: RELEASE's 19, then
- * moveToFinished's 14. ARGV: RELEASE's 9, moveToFinished's 9, then the reconcile job's name and the lease
- * (ms) for claimFetched. The key is released first, as when the two ran one after the other: should
- * BullMQ refuse to finish the job (its lock was lost), the release stands (it is fenced by its token)
+ * adding its follow-up, finishing the job, fetching the next and claiming it. KEYS: scriptKeys() (10),
+ * moveToFinished's 14, then the add's id counter: each key once, the follow-up's add finding the others among
+ * moveToFinished's (ADD_KEYS_IN_FINISH). ARGV: RELEASE's 9, moveToFinished's 9, then the reconcile job's name
+ * and the lease (ms) for claimFetched. The key is released first, as when the two ran one after the other:
+ * should BullMQ refuse to finish the job (its lock was lost), the release stands (it is fenced by its token)
  * and BullMQ's error code is returned. Returns {moveToFinished's answer, RELEASE's answer, claimFetched's
  * answer for the next job}.
  */
@@ -338,11 +340,12 @@ export const RELEASE_AND_FINISH = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}$
 -- One clock reading for the release and the next job's claim: the claim's lease then counts from before
 -- BullMQ's finish ran, never later than Redis's own view.
 local now = nowMs()
-local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], {ARGV[7], ARGV[8], ARGV[9]}, now)
--- Resent after a lost reply: the job was finished by the first run (KEYS[31] is its hash).
-if replayed and redis.call('HEXISTS', KEYS[31], 'finishedOn') == 1 then return {0, r, {}} end
+local ak = ${FINISH_ADD_KEYS_LUA}
+local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], {ak, ARGV[7], ARGV[8], ARGV[9]}, now)
+-- Resent after a lost reply: the job was finished by the first run (KEYS[22] is its hash).
+if replayed and redis.call('HEXISTS', KEYS[22], 'finishedOn') == 1 then return {0, r, {}} end
 local bk, ba = {}, {}
-for i = 1, 14 do bk[i] = KEYS[19 + i] end
+for i = 1, 14 do bk[i] = KEYS[10 + i] end
 for i = 1, 9 do ba[i] = ARGV[9 + i] end
 local fetched = bullFinish(bk, ba)
 return {fetched, r, claimFetched(fetched, ARGV[19], ARGV[6], ARGV[20], now)}
