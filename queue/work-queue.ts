@@ -8,6 +8,7 @@ import { queueKeys, queuePrefix, scriptKeys, type QueueKeys } from './keys.js';
 import { throwIfLeaseLost } from '../runtime/reconcile-scope.js';
 import { runScript, scriptSha } from './run-script.js';
 import { ENQUEUE } from './scripts.js';
+import { scheduleReply } from './script-replies.js';
 
 /** The payload of every reconcile job. */
 export const reconcileJobSchema = z.object({
@@ -272,12 +273,8 @@ export class WorkQueue {
   }
 }
 
-/** schedule()'s four fields as the scripts return them (RELEASE appends two more, read by the worker). */
-// Built once: constructing a zod schema costs more than parsing with it, and this runs for every enqueue.
-const scheduleReplySchema = z.tuple([z.enum(['add', 'added', 'reschedule', 'coalesced', 'deferred', 'none']), z.string(), z.string(), z.enum(['0', '1'])]).rest(z.string());
-
 export function parseSchedule(raw: unknown): ScheduleResult {
-  const parsed = scheduleReplySchema.parse(raw);
+  const parsed = scheduleReply.parse(raw);
   const action = parsed[0] === 'added' ? 'add' : parsed[0];
   return { action, jobId: parsed[1], delayMs: Number(parsed[2]), ...(parsed[3] === '1' ? { readd: true } : {}), ...(parsed[0] === 'added' ? { added: true } : {}) };
 }

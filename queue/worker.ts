@@ -12,6 +12,7 @@ import { ClaimLease } from './lease.js';
 import type { QueueMetrics } from './metrics.js';
 import { withRetries, type RetryPolicy } from './retry.js';
 import { runScript } from './run-script.js';
+import { claimReply, fetchReply, finishReply, releaseReply, type ClaimVerdictName, type FetchedClaimReply } from './script-replies.js';
 import { BULL_FINISH_KEYS, BULL_MOVE_TO_ACTIVE_KEYS, bullAddKeys, finishAddKeys } from './bull-scripts.js';
 import { CLAIM, MOVE_TO_ACTIVE_AND_CLAIM, RELEASE, RELEASE_AND_FINISH, RENEW } from './scripts.js';
 import { sweepQueue } from './sweep.js';
@@ -56,10 +57,6 @@ export type ClaimVerdict =
   | { verdict: 'reschedule'; jobId: string; delayMs: number }
   | { verdict: 'skip' };
 
-// Built once: constructing a zod schema costs more than parsing with it, and these run for every job.
-const claimReplySchema = z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string(), z.string()]);
-const releaseReplySchema = z.array(z.string());
-
 /** RELEASE's answer: stale (the claim was lost), or what follows and the failure count. */
 interface Released {
   stale: boolean;
@@ -69,7 +66,7 @@ interface Released {
 }
 
 function parseRelease(raw: unknown): Released {
-  return releasedFrom(releaseReplySchema.parse(raw));
+  return releasedFrom(releaseReply.parse(raw));
 }
 
 function releasedFrom(fields: string[]): Released {
@@ -77,19 +74,6 @@ function releasedFrom(fields: string[]): Released {
   return { stale: false, next: parseSchedule(fields), failures: Number(fields[4] ?? 0), backoffMs: Number(fields[5] ?? 0) };
 }
 
-/**
- * BullMQ's own answer inside ours, handed to BullMQ's raw2NextJobData as its Scripts would: checked to be an
- * array and not copied (z.array would copy the job's fields, element by element, on every job).
- */
-const bullReply = z.custom<unknown[]>((v) => Array.isArray(v), { message: 'expected BullMQ\'s answer (an array)' });
-// The unions list the steady state's answer first: zod tries options in order, and building the issues of an
-// option that does not match costs more than the match.
-/** claimFetched's answer (queue/scripts.ts): CLAIM's verdict for the fetched job and its id, or nothing. */
-const fetchedClaimSchema = z.union([z.tuple([z.enum(['claimed', 'held', 'reschedule', 'skip']), z.string(), z.string(), z.string(), z.string()]), z.tuple([])]);
-/** RELEASE_AND_FINISH's answer: moveToFinished's (the next job, 0, or an error code), RELEASE's, and the next job's claim. */
-const finishReplySchema = z.tuple([z.union([bullReply, z.number()]), z.array(z.string()), fetchedClaimSchema]);
-/** MOVE_TO_ACTIVE_AND_CLAIM's answer: moveToActive's and the fetched job's claim. */
-const fetchReplySchema = z.tuple([bullReply, fetchedClaimSchema]);
 const scriptArgsSchema = z.array(z.union([z.string(), z.number(), z.instanceof(Buffer)]));
 /** Claims made when their jobs were fetched that no processor took (a crash between): at most this many kept. */
 const MAX_FETCHED_CLAIMS = 10_000;
@@ -123,11 +107,11 @@ class ClaimingWorker extends Worker {
 }
 
 export function parseClaim(raw: unknown): ClaimVerdict {
-  const [verdict, value, delay, version] = claimReplySchema.parse(raw);
+  const [verdict, value, delay, version] = claimReply.parse(raw);
   return claimVerdict(verdict, value, delay, version);
 }
 
-function claimVerdict(verdict: ClaimVerdict['verdict'], value: string, delay: string, version: string): ClaimVerdict {
+function claimVerdict(verdict: ClaimVerdictName, value: string, delay: string, version: string): ClaimVerdict {
   if (verdict === 'claimed') return { verdict, token: value, ...(version !== '' ? { minResourceVersion: version } : {}) };
   if (verdict === 'held') return { verdict, delayMs: Number(delay) };
   if (verdict === 'reschedule') return { verdict, jobId: value, delayMs: Number(delay) };
@@ -372,7 +356,7 @@ export class KeyedWorker {
       argv.push(RECONCILE_JOB, String(this.leaseMs));
       const sentAt = Date.now();
       const raw = await runScript(this.opts.connection, RELEASE_AND_FINISH, keys, argv);
-      const [finished, releasedRaw, nextClaim] = finishReplySchema.parse(raw);
+      const [finished, releasedRaw, nextClaim] = finishReply.parse(raw);
       this.recordFetchedClaim(nextClaim, sentAt);
       job.returnvalue = returnValue;
       job.finishedOn = Number(args[BULL_FINISH_KEYS + 1]);
@@ -396,12 +380,12 @@ export class KeyedWorker {
     const sentAt = Date.now();
     // On this worker's connection, as its other scripts (BullMQ's client may be its own wrapper of it).
     const raw = await runScript(this.opts.connection, MOVE_TO_ACTIVE_AND_CLAIM, [...this.scriptKeys, ...keys], [...argv, RECONCILE_JOB, k.jobKeyPrefix, String(this.leaseMs)]);
-    const [fetched, claimed] = fetchReplySchema.parse(raw);
+    const [fetched, claimed] = fetchReply.parse(raw);
     this.recordFetchedClaim(claimed, sentAt);
     return fetched;
   }
 
-  private recordFetchedClaim(claimed: z.infer<typeof fetchedClaimSchema>, sentAt: number): void {
+  private recordFetchedClaim(claimed: FetchedClaimReply, sentAt: number): void {
     if (claimed.length === 0) return;
     const [verdict, value, delay, version, jobId] = claimed;
     this.fetchedClaims.set(jobId, { verdict: claimVerdict(verdict, value, delay, version), sentAt });
