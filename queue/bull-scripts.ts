@@ -36,6 +36,9 @@ export function bullAddKeys(queue: Queue): string[] {
   return [k.wait!, k.paused!, k.meta!, k.id!, k.completed!, k.delayed!, k.active!, k.events!, k.marker!];
 }
 
+/** Lua: bullAdd's keys where ENQUEUE and RELEASE take them, bullAddKeys() after Ripple's ten. */
+export const ADD_KEYS_LUA = '{KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19]}';
+
 /**
  * Lua: `bullAdd(ak, id, delayMs, now, packedArgs, data, packedOpts)` adds the job `id` as BullMQ's Queue.add would
  * (standard, or delayed when delayMs > 0). `ak` is bullAddKeys()'s nine keys, as a table: ADD_KEYS_LUA (KEYS[11] …
@@ -44,9 +47,6 @@ export function bullAddKeys(queue: Queue): string[] {
  * and delay; both are set here, once the script has decided them. Adding an id that exists does nothing (BullMQ's
  * rule), as with Queue.add.
  */
-/** Lua: bullAdd's keys where ENQUEUE and RELEASE take them, bullAddKeys() after Ripple's ten. */
-export const ADD_KEYS_LUA = '{KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19]}';
-
 export const BULL_ADD_LUA = `
 ${asFunction('bullAddStandard', bullScript('addStandardJob-9.js'))}
 ${asFunction('bullAddDelayed', bullScript('addDelayedJob-6.js'))}
