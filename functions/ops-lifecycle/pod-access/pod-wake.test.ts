@@ -2,7 +2,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../../runtime/log.js';
 import { ObjectStore } from '../../../watcher/store.js';
-import { armedPodWakes, firstListShowsChange, podChanged, podWakeWatches, setWakeWatchLimit } from './pod-wake.js';
+import { armedPodWakes, firstListShowsChange, podChanged, podWakeWatches, setWakeWatchLimit, stopPodWakes } from './pod-wake.js';
 import type { LifecyclePod } from './pod.js';
 
 const pod = (uid: string): LifecyclePod => ({ metadata: { namespace: 'ns', name: 'p', uid, resourceVersion: '5' } }) as LifecyclePod;
@@ -71,6 +71,37 @@ describe('podChanged past the per-pod watch limit', () => {
       expect(armedPodWakes()).toBe(0);
     } finally {
       setWakeWatchLimit();
+    }
+  });
+});
+
+describe('a wait whose fallback ended it, with nobody asking again', () => {
+  it('stops one fallback period later instead of holding its watch until WAKE_WATCH_MAX_MS', async () => {
+    const log = createLogger('test', 'silent');
+    try {
+      // An uncontrolled Pod: it gets a watch of its own (against no API server here; only its bookkeeping matters).
+      await podChanged(new KubeConfig(), pod('lingering'), log, 100);
+      expect(podWakeWatches(), 'the watch stays for a prompt re-ask').toBe(1);
+      const started = Date.now();
+      while (armedPodWakes() > 0 && Date.now() - started < 2_000) await new Promise((r) => setTimeout(r, 20));
+      expect(armedPodWakes()).toBe(0);
+      expect(podWakeWatches()).toBe(0);
+    } finally {
+      await stopPodWakes();
+    }
+  });
+
+  it('stays while the caller asks again within the period', async () => {
+    const log = createLogger('test', 'silent');
+    try {
+      await podChanged(new KubeConfig(), pod('re-asked'), log, 150);
+      // Asked again at once, as a caller that still waits does: the first ask's linger (150 ms from now) must not end it.
+      const again = podChanged(new KubeConfig(), pod('re-asked'), log, 150);
+      await new Promise((r) => setTimeout(r, 230));
+      expect(podWakeWatches()).toBe(1);
+      await again;
+    } finally {
+      await stopPodWakes();
     }
   });
 });

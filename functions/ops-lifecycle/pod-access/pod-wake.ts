@@ -59,6 +59,8 @@ interface Armed {
   /** Promises handed out by podChanged, each resolved once. */
   waiters: Set<() => void>;
   expiry: NodeJS.Timeout;
+  /** How many times it was asked for (arm): a later ask keeps it past an earlier waiter's linger. */
+  asks: number;
 }
 
 const armed = new Map<string, Armed>();
@@ -106,11 +108,27 @@ export function podChanged(kc: KubeConfig, pod: LifecyclePod, log: Logger, fallb
       if (entry && entry.waiters.size === 0 && entry.wake === undefined) disarm(keyOf(pod), entry);
       reject(abortReason(signal));
     };
-    const timer = setTimeout(done, fallbackMs);
+    const timedOut = (): void => {
+      done();
+      if (entry) lingerThenDisarm(keyOf(pod), entry, fallbackMs);
+    };
+    const timer = setTimeout(timedOut, fallbackMs);
     timer.unref();
     entry?.waiters.add(done);
     signal?.addEventListener('abort', aborted, { once: true });
   });
+}
+
+/**
+ * After a waiter's fallback ended its wait: a caller that still waits reads the Pod and asks again within moments,
+ * re-using the watch. If nobody asks again within one more fallback period and nobody else waits, the wait stops
+ * (closing its watch, or leaving the cache) instead of holding a connection until WAKE_WATCH_MAX_MS.
+ */
+function lingerThenDisarm(key: string, entry: Armed, fallbackMs: number): void {
+  const asks = entry.asks;
+  setTimeout(() => {
+    if (entry.asks === asks && entry.waiters.size === 0 && entry.wake === undefined) disarm(key, entry);
+  }, Math.min(fallbackMs, WAKE_WATCH_MAX_MS)).unref();
 }
 
 function abortReason(signal: AbortSignal | undefined): unknown {
@@ -129,6 +147,7 @@ function arm(kc: KubeConfig, pod: LifecyclePod, log: Logger): Armed | undefined 
   const existing = armed.get(key);
   if (existing) {
     if (isNewer(version, existing.version)) existing.version = version;
+    existing.asks++;
     existing.expiry.refresh();
     return existing;
   }
@@ -191,7 +210,7 @@ function fromCache(kc: KubeConfig, pod: LifecyclePod, log: Logger, key: string, 
     // The cache stopped: nothing will be seen any more, so whoever waits reads the Pod again now.
     if (e === undefined || (current !== undefined && isChange(e, pod, current.version))) fire();
   });
-  slot.entry = { source: 'cache', close: leave, version, waiters: new Set(), expiry: expiryOf(key, slot) };
+  slot.entry = { source: 'cache', close: leave, version, waiters: new Set(), expiry: expiryOf(key, slot), asks: 1 };
   armed.set(key, slot.entry);
   const heldVersion = held?.metadata.resourceVersion;
   if (held !== undefined && (held.metadata.uid !== pod.metadata.uid || (heldVersion !== undefined && isNewer(heldVersion, version)))) {
@@ -238,7 +257,7 @@ function startWatch(kc: KubeConfig, pod: LifecyclePod, log: Logger, key: string,
       if (current !== undefined && isChange(e, pod, current.version)) fire();
     },
   });
-  slot.entry = { source: 'watch', close: () => watch.stop(), version, waiters: new Set(), expiry: expiryOf(key, slot) };
+  slot.entry = { source: 'watch', close: () => watch.stop(), version, waiters: new Set(), expiry: expiryOf(key, slot), asks: 1 };
   armed.set(key, slot.entry);
   void firstListShowsChange(watch, pod, () => armedVersion(key, slot)).then((changed) => {
     if (changed) fire();
