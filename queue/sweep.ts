@@ -1,5 +1,4 @@
 import type { Logger } from '../runtime/log.js';
-import { scriptKeys } from './keys.js';
 import { runScript } from './run-script.js';
 import { SWEEP } from './scripts.js';
 import type { WorkQueue } from './work-queue.js';
@@ -12,7 +11,7 @@ import type { WorkQueue } from './work-queue.js';
  */
 export async function sweepQueue(queue: WorkQueue, log: Logger): Promise<number> {
   const k = queue.keys;
-  const raw = await runScript(queue.connection, SWEEP, scriptKeys(k), [k.jobKeyPrefix]);
+  const raw = await runScript(queue.connection, SWEEP, queue.scriptKeys, [k.jobKeyPrefix]);
   const [removed, ...requeue] = Array.isArray(raw) ? raw.map(String) : ['0'];
   await queue.addMany(requeue, 'swept');
   const n = Number(removed ?? 0);

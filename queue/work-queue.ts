@@ -86,9 +86,16 @@ export class WorkQueue {
     return this.opts.connection;
   }
 
-  /** KEYS of the scripts that may add a job (ENQUEUE, RELEASE): Ripple's, then BullMQ's for its add. Built once: every job sends them. */
+  /** KEYS of every queue script (scriptKeys()), built once: every job sends them. */
+  get scriptKeys(): readonly string[] {
+    this.ownKeys ??= scriptKeys(this.keys);
+    return this.ownKeys;
+  }
+  private ownKeys: readonly string[] | undefined;
+
+  /** KEYS of the scripts that may add a job (ENQUEUE, RELEASE): Ripple's, then BullMQ's for its add (bullAddKeys()). Built once. */
   get addingScriptKeys(): readonly string[] {
-    this.addingKeys ??= [...scriptKeys(this.keys), ...bullAddKeys(this.bull)];
+    this.addingKeys ??= [...this.scriptKeys, ...bullAddKeys(this.bull)];
     return this.addingKeys;
   }
   private addingKeys: readonly string[] | undefined;

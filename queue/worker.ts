@@ -7,13 +7,13 @@ import { inReconcileScope, LeaseLostError } from '../runtime/reconcile-scope.js'
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { DeadlineExceededError } from './deadline.js';
 import type { RedisClient } from './connection.js';
-import { queuePrefix, SCRIPT_KEY_COUNT, scriptKeys } from './keys.js';
+import { queuePrefix, SCRIPT_KEY_COUNT } from './keys.js';
 import { ClaimLease } from './lease.js';
 import type { QueueMetrics } from './metrics.js';
 import { withRetries, type RetryPolicy } from './retry.js';
 import { runScript } from './run-script.js';
 import { claimReply, fetchReply, finishReply, releaseReply, type ClaimVerdictName, type FetchedClaimReply } from './script-replies.js';
-import { BULL_FINISH_KEYS, BULL_MOVE_TO_ACTIVE_KEYS, bullAddKeys, finishAddKeys } from './bull-scripts.js';
+import { BULL_FINISH_KEYS, BULL_MOVE_TO_ACTIVE_KEYS, finishAddKeys } from './bull-scripts.js';
 import { CLAIM, MOVE_TO_ACTIVE_AND_CLAIM, RELEASE, RELEASE_AND_FINISH, RENEW } from './scripts.js';
 import { sweepQueue } from './sweep.js';
 import { parseSchedule, RECONCILE_JOB, reconcileJobSchema, RESYNC_JOB, type ScheduleResult, type WorkQueue } from './work-queue.js';
@@ -159,15 +159,12 @@ export class KeyedWorker {
   private readonly fetchedClaims = new Map<string, FetchedClaim>();
   /** The caller's logger with this worker's function bound once: every line it and its reconciles write names it. */
   private readonly log: Logger;
-  /** The queue's scriptKeys(), built once: every job's scripts send them. */
-  private readonly scriptKeys: readonly string[];
   /** The keys RELEASE_AND_FINISH sends after moveToFinished's (bull-scripts.ts finishAddKeys), checked on first use. */
   private finishAddKeys: readonly string[] | undefined;
 
   constructor(private readonly opts: KeyedWorkerOptions) {
     this.name = opts.queue.name;
     this.log = opts.log.child({ function: this.name });
-    this.scriptKeys = scriptKeys(opts.queue.keys);
     this.leaseMs = opts.lockDurationMs ?? 30_000;
     const concurrency = opts.concurrency ?? 1;
     opts.metrics?.maxConcurrent.set({ controller: this.name }, concurrency);
@@ -219,7 +216,7 @@ export class KeyedWorker {
     let claimSentAt = fetched?.sentAt ?? Date.now();
     // A Redis error here (unreachable, READONLY during a failover, OOM) is the queue's, not the handler's:
     // BullMQ retries this job with backoff (its attempts are unbounded), so the key's request is not dropped.
-    const verdict = fetched?.verdict ?? parseClaim(await runScript(this.opts.connection, CLAIM, this.scriptKeys, [key, jobId, this.opts.queue.keys.jobKeyPrefix, String(this.leaseMs)]));
+    const verdict = fetched?.verdict ?? parseClaim(await runScript(this.opts.connection, CLAIM, this.opts.queue.scriptKeys, [key, jobId, this.opts.queue.keys.jobKeyPrefix, String(this.leaseMs)]));
     if (verdict.verdict !== 'claimed') {
       m?.reconcileTotal.inc({ controller: this.name, result: 'skipped' });
       if (verdict.verdict === 'held') {
@@ -238,7 +235,7 @@ export class KeyedWorker {
       // claim meanwhile. After a lease another worker may hold the key (a review reproduced two handlers at
       // once this way): confirm the claim, and renew it, before running.
       const sentAt = Date.now();
-      const held = await runScript(this.opts.connection, RENEW, this.scriptKeys, [key, verdict.token, String(this.leaseMs)]);
+      const held = await runScript(this.opts.connection, RENEW, this.opts.queue.scriptKeys, [key, verdict.token, String(this.leaseMs)]);
       if (held !== 1) {
         m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
         this.log.warn({ key, fencingToken: verdict.token, waitedMs: sentAt - fetched.sentAt }, 'the claim made when this job was fetched was taken over before it started; not running it');
@@ -342,9 +339,9 @@ export class KeyedWorker {
       const args = scripts.moveToCompletedArgs(job, JSON.stringify(returnValue), job.opts.removeOnComplete ?? false, bullToken, fetchNext);
       // Ripple's keys, BullMQ's, then the add's own; RELEASE's arguments then BullMQ's; each list built once (this
       // runs for every job).
-      const keys = [...this.scriptKeys];
+      const keys = [...q.scriptKeys];
       for (let i = 0; i < BULL_FINISH_KEYS; i++) keys.push(String(args[i]));
-      this.finishAddKeys ??= finishAddKeys(bullAddKeys(q.bull), keys.slice(SCRIPT_KEY_COUNT));
+      this.finishAddKeys ??= finishAddKeys(q.addingScriptKeys.slice(SCRIPT_KEY_COUNT), keys.slice(SCRIPT_KEY_COUNT));
       for (const k of this.finishAddKeys) keys.push(k);
       // A copy: BullMQ calls this again when a completion failed on a connection error.
       const argv: Array<string | number | Buffer> = [...releaseArgs];
@@ -379,7 +376,7 @@ export class KeyedWorker {
     const argv = scriptArgsSchema.parse(args.slice(BULL_MOVE_TO_ACTIVE_KEYS));
     const sentAt = Date.now();
     // On this worker's connection, as its other scripts (BullMQ's client may be its own wrapper of it).
-    const raw = await runScript(this.opts.connection, MOVE_TO_ACTIVE_AND_CLAIM, [...this.scriptKeys, ...keys], [...argv, RECONCILE_JOB, k.jobKeyPrefix, String(this.leaseMs)]);
+    const raw = await runScript(this.opts.connection, MOVE_TO_ACTIVE_AND_CLAIM, [...this.opts.queue.scriptKeys, ...keys], [...argv, RECONCILE_JOB, k.jobKeyPrefix, String(this.leaseMs)]);
     const [fetched, claimed] = fetchReply.parse(raw);
     this.recordFetchedClaim(claimed, sentAt);
     return fetched;
