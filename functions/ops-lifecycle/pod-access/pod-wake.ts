@@ -105,7 +105,7 @@ export function podChanged(kc: KubeConfig, pod: LifecyclePod, log: Logger, fallb
     const aborted = (): void => {
       settle();
       // A watch nobody waits on any more would only hold a connection until WAKE_WATCH_MAX_MS.
-      if (entry && entry.waiters.size === 0 && entry.wake === undefined) disarm(keyOf(pod), entry);
+      if (entry && unwanted(entry)) disarm(keyOf(pod), entry);
       reject(abortReason(signal));
     };
     const timedOut = (): void => {
@@ -119,6 +119,11 @@ export function podChanged(kc: KubeConfig, pod: LifecyclePod, log: Logger, fallb
   });
 }
 
+/** Nobody waits on the wait any more: no promise from podChanged and no owner's callback. */
+function unwanted(entry: Armed): boolean {
+  return entry.waiters.size === 0 && entry.wake === undefined;
+}
+
 /**
  * After a waiter's fallback ended its wait: a caller that still waits reads the Pod and asks again within moments,
  * re-using the watch. If nobody asks again within one more fallback period and nobody else waits, the wait stops
@@ -127,7 +132,7 @@ export function podChanged(kc: KubeConfig, pod: LifecyclePod, log: Logger, fallb
 function lingerThenDisarm(key: string, entry: Armed, fallbackMs: number): void {
   const asks = entry.asks;
   setTimeout(() => {
-    if (entry.asks === asks && entry.waiters.size === 0 && entry.wake === undefined) disarm(key, entry);
+    if (entry.asks === asks && unwanted(entry)) disarm(key, entry);
   }, Math.min(fallbackMs, WAKE_WATCH_MAX_MS)).unref();
 }
 
