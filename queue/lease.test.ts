@@ -27,6 +27,24 @@ describe('ClaimLease', () => {
     expect(l.aliveUntil).toBe(0);
   });
 
+  it('lets every request of a reconcile listen on its signal without a MaxListeners warning', async () => {
+    // Each API request in flight inside the reconcile listens on the signal until it ends (kube/raw.ts), and
+    // MODELSERVING_APPLY_CONCURRENCY may put more than Node's default of 10 in flight at once.
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => void warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const l = lease();
+      const listeners = Array.from({ length: 64 }, () => () => undefined);
+      for (const f of listeners) l.signal.addEventListener('abort', f, { once: true });
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.map((w) => w.name)).not.toContain('MaxListenersExceededWarning');
+      for (const f of listeners) l.signal.removeEventListener('abort', f);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('aborts a signal read before the loss, with the reason, and only for the first loss', () => {
     const l = lease();
     const signal = l.signal;

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Logger } from '../runtime/log.js';
 import type { RedisClient } from './connection.js';
 import { scriptKeys, type QueueKeys } from './keys.js';
@@ -46,6 +47,9 @@ export class ClaimLease {
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
+      // Every API request the handler has in flight listens here until it ends (kube/raw.ts), and a
+      // handler may run more than Node's default of 10 at once (MODELSERVING_APPLY_CONCURRENCY): not a leak.
+      setMaxListeners(0, this.controller.signal);
       if (this.loss !== undefined) this.controller.abort(this.loss);
     }
     return this.controller.signal;
