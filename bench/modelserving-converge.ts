@@ -7,9 +7,10 @@
 // `https.request`; the benchmark's own requests are tagged and left out).
 //
 // Not a test: `npm run bench` (or `npm run bench -- modelserving-converge`). Results:
-// bench/results/modelserving-converge.{json,md}. Env: BENCH_MS (20), BENCH_ROUNDS (2).
+// bench/results/modelserving-converge.{json,md}. Env: BENCH_MS (20), BENCH_ROUNDS (2),
+// BENCH_KTHENA_BIN (a kthena-controller-manager built by hand, bench/README.md: run as a third side).
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { Session } from 'node:inspector/promises';
@@ -31,6 +32,7 @@ import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';
 import { baselineCheckout } from './baseline.js';
+import { cpuOfPid, sandboxCpu, sandboxCpuBetween } from './fixtures/process-cpu.js';
 import { requestVerb, type RequestVerb } from './fixtures/request-verb.js';
 import { nowMs, round } from './stats.js';
 
@@ -47,6 +49,11 @@ const config = modelServingConfig(process.env);
  * bench/baseline.ts), in the same rounds, so before and after are measured side by side.
  */
 const BEFORE_REF = process.env.BENCH_BASELINE_REF;
+/**
+ * BENCH_KTHENA_BIN=<path>: also converge the same ModelServings with Kthena's own controller, in the same
+ * rounds. Neither its binary nor its build belongs to this repository (bench/README.md says how to build one).
+ */
+const KTHENA_BIN = process.env.BENCH_KTHENA_BIN;
 
 /** What the Ripple side runs: this checkout's modules, or the same modules from the BENCH_BASELINE_REF checkout. */
 interface RippleModules {
@@ -354,6 +361,7 @@ async function baseline(kc: KubeConfig) {
     );
     const watch = await watchUntil(kc, `/api/v1/namespaces/${ns}/pods`, (objs) => objs.size === pods.length && [...objs.values()].every(podReady));
     counts = fresh();
+    const sandbox0 = sandboxCpu();
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     // Pods first then Services, as Ripple's plan orders them; the same number of requests in flight.
@@ -365,8 +373,9 @@ async function baseline(kc: KubeConfig) {
     await watch.finished;
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
+    const sandboxCpuSeconds = sandboxCpuBetween(sandbox0, sandboxCpu());
     watch.stop();
-    return { seconds: round(seconds, 3), cpuSeconds, requests: { ...counts }, total: total(counts) };
+    return { seconds: round(seconds, 3), cpuSeconds, sandboxCpuSeconds, requests: { ...counts }, total: total(counts) };
   });
 }
 
@@ -411,6 +420,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     counts = fresh();
     byShape = {};
     const profile = mods === current ? await startProfile() : undefined;
+    const sandbox0 = sandboxCpu();
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     await who.run('bench', () =>
@@ -419,6 +429,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     await watch.finished;
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
+    const sandboxCpuSeconds = sandboxCpuBetween(sandbox0, sandboxCpu());
     // Reconciles that ran to converge (each costs CPU in the queue and Redis even when it sends no API request).
     const reconcilesToConverge = reconciled;
     const run = { ...counts };
@@ -464,6 +475,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     return {
       seconds: round(seconds, 3),
       cpuSeconds,
+      sandboxCpuSeconds,
       cpuSecondsWithEvents,
       startup,
       requests: run,
@@ -476,6 +488,48 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
       lateEnqueues,
     };
   });
+}
+
+/**
+ * Kthena's controller (modelserving only, 5 workers, client QPS 100 / burst 200 as in issue 13's table),
+ * started before the side's namespace and stopped after it is gone, so it neither sees the other sides'
+ * ModelServings nor counts its start-up. Its CPU is read from /proc; its requests are not counted (another process).
+ */
+async function kthena(kc: KubeConfig, kubeconfig: string, bin: string) {
+  const controller = spawn(bin, ['--kubeconfig', kubeconfig, '--enable-webhook=false', '--controllers=modelserving', '--workers=5', '--kube-api-qps=100', '--kube-api-burst=200'], {
+    stdio: 'ignore',
+  });
+  const pid = controller.pid;
+  if (pid === undefined) throw new Error(`could not start ${bin}: check BENCH_KTHENA_BIN`);
+  const exited = new Promise<void>((r) => controller.once('exit', () => r()));
+  try {
+    // It has no readiness endpoint out of cluster: its informers list an empty namespace set well within this.
+    await new Promise((r) => setTimeout(r, 5_000));
+    if (controller.exitCode !== null) throw new Error(`${bin} exited with ${controller.exitCode} before the side started: run it by hand to see why`);
+    return await withNamespace(kc, 'bench-ms-kthena', async (ns) => {
+      const names = Array.from({ length: COUNT }, (_, i) => `ms${i}`);
+      const watch = await watchUntil(
+        kc,
+        `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns}/modelservings`,
+        (objs) => objs.size === COUNT && [...objs.values()].every(msAvailable),
+      );
+      const sandbox0 = sandboxCpu();
+      const cpu0 = cpuOfPid(pid) ?? 0;
+      const t0 = nowMs();
+      await who.run('bench', () =>
+        bounded(names, CLIENT_CONCURRENCY, async (n) => void (await kubeRequest(kc, collectionPath(Resources.modelServing, ns), { method: 'POST', body: manifest(ns, n) }))),
+      );
+      await watch.finished;
+      const seconds = (nowMs() - t0) / 1000;
+      const cpuSeconds = round((cpuOfPid(pid) ?? cpu0) - cpu0, 2);
+      const sandboxCpuSeconds = sandboxCpuBetween(sandbox0, sandboxCpu());
+      watch.stop();
+      return { seconds: round(seconds, 3), cpuSeconds, sandboxCpuSeconds };
+    });
+  } finally {
+    controller.kill('SIGKILL');
+    await exited;
+  }
 }
 
 function installCrds(kubeconfig: string): void {
@@ -501,18 +555,33 @@ try {
   const rounds = [];
   for (let r = 0; r < ROUNDS; r++) {
     // Alternate the order so neither side always runs on a warmer (or busier) machine.
-    const sides = beforeModules ? (['baseline', 'ripple', 'before'] as const) : (['baseline', 'ripple'] as const);
+    const sides = ['baseline', 'ripple', ...(beforeModules ? (['before'] as const) : []), ...(KTHENA_BIN ? (['kthena'] as const) : [])];
     const order = r % 2 === 0 ? [...sides] : [...sides].reverse();
-    const row: { baseline?: Awaited<ReturnType<typeof baseline>>; ripple?: Awaited<ReturnType<typeof ripple>>; before?: Awaited<ReturnType<typeof ripple>> } = {};
+    const row: {
+      baseline?: Awaited<ReturnType<typeof baseline>>;
+      ripple?: Awaited<ReturnType<typeof ripple>>;
+      before?: Awaited<ReturnType<typeof ripple>>;
+      kthena?: Awaited<ReturnType<typeof kthena>>;
+    } = {};
     for (const side of order) {
       if (side === 'baseline') row.baseline = await baseline(kc);
       else if (side === 'ripple') row.ripple = await ripple(kc, redis.url);
-      else if (beforeModules) row.before = await ripple(kc, redis.url, beforeModules);
+      else if (side === 'before' && beforeModules) row.before = await ripple(kc, redis.url, beforeModules);
+      else if (side === 'kthena' && KTHENA_BIN) row.kthena = await kthena(kc, controlPlane.kubeconfig, KTHENA_BIN);
     }
     const b = row.baseline;
     const rp = row.ripple;
     if (!b || !rp) throw new Error('a side did not run');
-    rounds.push({ ...row, ratio: round(rp.seconds / b.seconds, 2), ...(row.before ? { beforeRatio: round(row.before.seconds / b.seconds, 2) } : {}) });
+    rounds.push({
+      ...row,
+      ratio: round(rp.seconds / b.seconds, 2),
+      ...(row.before ? { beforeRatio: round(row.before.seconds / b.seconds, 2) } : {}),
+      ...(row.kthena ? { kthenaRatio: round(row.kthena.seconds / b.seconds, 2) } : {}),
+    });
+    if (row.kthena) {
+      const k = row.kthena;
+      console.log(`round ${r + 1}: kthena ${k.seconds}s, ${k.cpuSeconds} CPU s of its controller, ratio ${round(k.seconds / b.seconds, 2)}; sandbox CPU s ${JSON.stringify(k.sandboxCpuSeconds)}`);
+    }
     if (row.before) {
       const bf = row.before;
       console.log(
@@ -523,12 +592,13 @@ try {
     console.log(
       `round ${r + 1}: ripple ${rp.seconds}s, ${rp.cpuSeconds} CPU s (${rp.total} requests, ${round(rp.total / COUNT, 1)}/ModelServing; +${rp.eventWrites} Event writes), ` +
         `baseline ${b.seconds}s, ${b.cpuSeconds} CPU s (${b.total} requests), ratio ${round(rp.seconds / b.seconds, 2)}; ` +
-        `${rp.reconcilesToConverge} reconciles, ${rp.lateEnqueues} late-event enqueues; steady resync of ${rp.resync.reconciled}: API server writes ${JSON.stringify(rp.resync.apiserverWrites)}, requests ${total(rp.resync.requests, true)}`,
+        `${rp.reconcilesToConverge} reconciles, ${rp.lateEnqueues} late-event enqueues; sandbox CPU s: ripple ${JSON.stringify(rp.sandboxCpuSeconds)}, baseline ${JSON.stringify(b.sandboxCpuSeconds)}; steady resync of ${rp.resync.reconciled}: API server writes ${JSON.stringify(rp.resync.apiserverWrites)}, requests ${total(rp.resync.requests, true)}`,
     );
   }
   const ripples = rounds.map((r) => r.ripple).filter((x) => x !== undefined);
   const baselines = rounds.map((r) => r.baseline).filter((x) => x !== undefined);
   const befores = rounds.map((r) => r.before).filter((x) => x !== undefined);
+  const kthenas = rounds.map((r) => r.kthena).filter((x) => x !== undefined);
   const summary = {
     modelServings: COUNT,
     podsPerModelServing: GROUPS * ROLES.length * 2,
@@ -539,6 +609,13 @@ try {
     // CPU seconds of this process from the first create to converged: Ripple's watcher, workers and
     // emit-events for the Ripple side; the benchmark's own creates and watch for the baseline side.
     medianCpuSeconds: { ripple: round(median(ripples.map((x) => x.cpuSeconds)), 2), baseline: round(median(baselines.map((x) => x.cpuSeconds)), 2) },
+    // The sandbox's processes (API server, etcd, controller-manager, scheduler, KWOK, Redis) over the same window:
+    // with this process, what the machine spent on each side's converge.
+    medianSandboxCpuSeconds: {
+      ripple: round(median(ripples.map((x) => x.sandboxCpuSeconds.total)), 2),
+      baseline: round(median(baselines.map((x) => x.sandboxCpuSeconds.total)), 2),
+      apiserver: { ripple: round(median(ripples.map((x) => x.sandboxCpuSeconds['kube-apiserver'])), 2), baseline: round(median(baselines.map((x) => x.sandboxCpuSeconds['kube-apiserver'])), 2) },
+    },
     steadyResync: {
       apiServerWrites: Math.max(...ripples.map((x) => Object.values(x.resync.apiserverWrites).reduce((n, v) => n + v, 0))),
       requestsPerModelServing: round(median(ripples.map((x) => total(x.resync.requests, true))) / COUNT, 1),
@@ -563,7 +640,17 @@ try {
         }
       : {}),
   };
-  const result = { bench: 'modelserving-converge', at: new Date().toISOString(), node: process.version, summary, rounds };
+  const kthenaSummary =
+    kthenas.length > 0
+      ? {
+          medianSeconds: round(median(kthenas.map((x) => x.seconds)), 3),
+          medianRatio: round(median(rounds.map((r) => r.kthenaRatio ?? Number.NaN)), 2),
+          medianCpuSeconds: round(median(kthenas.map((x) => x.cpuSeconds)), 2),
+          medianSandboxCpuSeconds: round(median(kthenas.map((x) => x.sandboxCpuSeconds.total)), 2),
+          medianApiserverCpuSeconds: round(median(kthenas.map((x) => x.sandboxCpuSeconds['kube-apiserver'])), 2),
+        }
+      : undefined;
+  const result = { bench: 'modelserving-converge', at: new Date().toISOString(), node: process.version, summary: { ...summary, ...(kthenaSummary ? { kthena: kthenaSummary } : {}) }, rounds };
   mkdirSync(path.join(here, 'results'), { recursive: true });
   writeFileSync(path.join(here, 'results/modelserving-converge.json'), `${JSON.stringify(result, null, 2)}\n`);
   const last = ripples[ripples.length - 1];
@@ -575,11 +662,17 @@ try {
       `creates the same pods and Services directly with the same client concurrency (${CLIENT_CONCURRENCY}) and waits for the pods to be Ready. ` +
       `Median of ${ROUNDS} round(s), ${result.at}, Node ${process.version}.`,
     '',
-    '| | seconds | CPU seconds of the process | API requests per ModelServing |',
-    '|---|---|---|---|',
-    `| Ripple (reconcile-modelserving) | ${summary.medianSeconds.ripple} | ${summary.medianCpuSeconds.ripple} | ${summary.requestsPerModelServing.ripple} (+ ${summary.requestsPerModelServing.eventWrites} Event writes) |`,
-    `| baseline (direct creates) | ${summary.medianSeconds.baseline} | ${summary.medianCpuSeconds.baseline} | ${summary.requestsPerModelServing.baseline} |`,
-    `| ratio | ${summary.medianRatio} | | ${round(summary.requestsPerModelServing.ripple / summary.requestsPerModelServing.baseline, 2)} |`,
+    '| | seconds | CPU seconds of the process | CPU seconds of the sandbox (of them the API server) | API requests per ModelServing |',
+    '|---|---|---|---|---|',
+    `| Ripple (reconcile-modelserving) | ${summary.medianSeconds.ripple} | ${summary.medianCpuSeconds.ripple} | ${summary.medianSandboxCpuSeconds.ripple} (${summary.medianSandboxCpuSeconds.apiserver.ripple}) | ${summary.requestsPerModelServing.ripple} (+ ${summary.requestsPerModelServing.eventWrites} Event writes) |`,
+    `| baseline (direct creates) | ${summary.medianSeconds.baseline} | ${summary.medianCpuSeconds.baseline} | ${summary.medianSandboxCpuSeconds.baseline} (${summary.medianSandboxCpuSeconds.apiserver.baseline}) | ${summary.requestsPerModelServing.baseline} |`,
+    `| ratio | ${summary.medianRatio} | | | ${round(summary.requestsPerModelServing.ripple / summary.requestsPerModelServing.baseline, 2)} |`,
+    ...(kthenaSummary
+      ? [
+          `| Kthena's controller (5 workers, QPS 100 / burst 200) | ${kthenaSummary.medianSeconds} | ${kthenaSummary.medianCpuSeconds} (its own process) | ${kthenaSummary.medianSandboxCpuSeconds} (${kthenaSummary.medianApiserverCpuSeconds}) | not counted (another process) |`,
+          `| Kthena / baseline | ${kthenaSummary.medianRatio} | | | |`,
+        ]
+      : []),
     ...(summary.before
       ? [
           `| Ripple before (${summary.before.ref}) | ${summary.before.medianSeconds} | ${summary.before.medianCpuSeconds} | ${summary.before.requestsPerModelServing} (+ ${summary.before.eventWrites} Event writes) |`,
@@ -608,6 +701,8 @@ try {
     'Requests are counted on the process\'s HTTPS client, so they are exactly the requests Ripple\'s watcher, workers and emit-events sent (the',
     'benchmark\'s own creates and watches are tagged and left out). Event writes (emit-events: RoleCreating/RoleRunning and condition',
     'transitions, what `kubectl get events` shows) are counted apart, until they stop; the baseline writes none.',
+    'CPU seconds of the sandbox: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, KWOK and Redis, read from /proc over the',
+    'same window. On a 2-core machine a side cannot converge faster than (this process + the sandbox) / 2 cores.',
     '',
   ].join('\n');
   writeFileSync(path.join(here, 'results/modelserving-converge.md'), md);
