@@ -32,7 +32,8 @@ import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';
 import { baselineCheckout } from './baseline.js';
-import { cpuOfPid, sandboxCpu, sandboxCpuBetween } from './fixtures/process-cpu.js';
+import { cpuSeconds, sandboxPids } from './scale/procstat.js';
+import { componentsCpu, componentsCpuBetween } from './fixtures/process-cpu.js';
 import { requestVerb, type RequestVerb } from './fixtures/request-verb.js';
 import { nowMs, round } from './stats.js';
 
@@ -361,7 +362,7 @@ async function baseline(kc: KubeConfig) {
     );
     const watch = await watchUntil(kc, `/api/v1/namespaces/${ns}/pods`, (objs) => objs.size === pods.length && [...objs.values()].every(podReady));
     counts = fresh();
-    const sandbox0 = sandboxCpu();
+    const sandbox0 = componentsCpu(components);
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     // Pods first then Services, as Ripple's plan orders them; the same number of requests in flight.
@@ -373,7 +374,7 @@ async function baseline(kc: KubeConfig) {
     await watch.finished;
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
-    const sandboxCpuSeconds = sandboxCpuBetween(sandbox0, sandboxCpu());
+    const sandboxCpuSeconds = componentsCpuBetween(sandbox0, componentsCpu(components));
     watch.stop();
     return { seconds: round(seconds, 3), cpuSeconds, sandboxCpuSeconds, requests: { ...counts }, total: total(counts) };
   });
@@ -420,7 +421,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     counts = fresh();
     byShape = {};
     const profile = mods === current ? await startProfile() : undefined;
-    const sandbox0 = sandboxCpu();
+    const sandbox0 = componentsCpu(components);
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     await who.run('bench', () =>
@@ -429,7 +430,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     await watch.finished;
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
-    const sandboxCpuSeconds = sandboxCpuBetween(sandbox0, sandboxCpu());
+    const sandboxCpuSeconds = componentsCpuBetween(sandbox0, componentsCpu(components));
     // Reconciles that ran to converge (each costs CPU in the queue and Redis even when it sends no API request).
     const reconcilesToConverge = reconciled;
     const run = { ...counts };
@@ -513,18 +514,18 @@ async function kthena(kc: KubeConfig, kubeconfig: string, bin: string) {
         `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns}/modelservings`,
         (objs) => objs.size === COUNT && [...objs.values()].every(msAvailable),
       );
-      const sandbox0 = sandboxCpu();
-      const cpu0 = cpuOfPid(pid) ?? 0;
+      const sandbox0 = componentsCpu(components);
+      const cpu0 = cpuSeconds(pid) ?? 0;
       const t0 = nowMs();
       await who.run('bench', () =>
         bounded(names, CLIENT_CONCURRENCY, async (n) => void (await kubeRequest(kc, collectionPath(Resources.modelServing, ns), { method: 'POST', body: manifest(ns, n) }))),
       );
       await watch.finished;
       const seconds = (nowMs() - t0) / 1000;
-      const cpuSeconds = round((cpuOfPid(pid) ?? cpu0) - cpu0, 2);
-      const sandboxCpuSeconds = sandboxCpuBetween(sandbox0, sandboxCpu());
+      const controllerCpu = round((cpuSeconds(pid) ?? cpu0) - cpu0, 2);
+      const sandboxCpuSeconds = componentsCpuBetween(sandbox0, componentsCpu(components));
       watch.stop();
-      return { seconds: round(seconds, 3), cpuSeconds, sandboxCpuSeconds };
+      return { seconds: round(seconds, 3), cpuSeconds: controllerCpu, sandboxCpuSeconds };
     });
   } finally {
     controller.kill('SIGKILL');
@@ -548,6 +549,22 @@ const median = (xs: number[]) => {
 
 const controlPlane = await startControlPlane();
 const redis = await startRedis();
+/**
+ * The sandbox's processes whose CPU each side's window reads: the control plane's (the pids its scripts record;
+ * none when it was not started from this checkout) and Redis when it runs on this machine.
+ */
+const components = await sandboxComponents();
+async function sandboxComponents(): Promise<Map<string, number>> {
+  const pidsFile = path.join(process.env.RIPPLE_SANDBOX_DIR ?? path.join(root, '.sandbox'), 'pids');
+  const out = existsSync(pidsFile) ? sandboxPids(path.dirname(pidsFile)) : new Map<string, number>();
+  if (redis.source !== 'REDIS_URL') {
+    const probe = new Redis(redis.url);
+    const pid = Number(/process_id:(\d+)/.exec(await probe.info('server'))?.[1]);
+    probe.disconnect();
+    if (Number.isFinite(pid)) out.set('redis-server', pid);
+  }
+  return out;
+}
 try {
   installCrds(controlPlane.kubeconfig);
   const kc = loadKubeConfig({ kind: 'kubeconfig', path: controlPlane.kubeconfig });
@@ -612,9 +629,9 @@ try {
     // The sandbox's processes (API server, etcd, controller-manager, scheduler, KWOK, Redis) over the same window:
     // with this process, what the machine spent on each side's converge.
     medianSandboxCpuSeconds: {
-      ripple: round(median(ripples.map((x) => x.sandboxCpuSeconds.total)), 2),
-      baseline: round(median(baselines.map((x) => x.sandboxCpuSeconds.total)), 2),
-      apiserver: { ripple: round(median(ripples.map((x) => x.sandboxCpuSeconds['kube-apiserver'])), 2), baseline: round(median(baselines.map((x) => x.sandboxCpuSeconds['kube-apiserver'])), 2) },
+      ripple: round(median(ripples.map((x) => x.sandboxCpuSeconds.total ?? 0)), 2),
+      baseline: round(median(baselines.map((x) => x.sandboxCpuSeconds.total ?? 0)), 2),
+      apiserver: { ripple: round(median(ripples.map((x) => x.sandboxCpuSeconds['kube-apiserver'] ?? 0)), 2), baseline: round(median(baselines.map((x) => x.sandboxCpuSeconds['kube-apiserver'] ?? 0)), 2) },
     },
     steadyResync: {
       apiServerWrites: Math.max(...ripples.map((x) => Object.values(x.resync.apiserverWrites).reduce((n, v) => n + v, 0))),
@@ -646,8 +663,8 @@ try {
           medianSeconds: round(median(kthenas.map((x) => x.seconds)), 3),
           medianRatio: round(median(rounds.map((r) => r.kthenaRatio ?? Number.NaN)), 2),
           medianCpuSeconds: round(median(kthenas.map((x) => x.cpuSeconds)), 2),
-          medianSandboxCpuSeconds: round(median(kthenas.map((x) => x.sandboxCpuSeconds.total)), 2),
-          medianApiserverCpuSeconds: round(median(kthenas.map((x) => x.sandboxCpuSeconds['kube-apiserver'])), 2),
+          medianSandboxCpuSeconds: round(median(kthenas.map((x) => x.sandboxCpuSeconds.total ?? 0)), 2),
+          medianApiserverCpuSeconds: round(median(kthenas.map((x) => x.sandboxCpuSeconds['kube-apiserver'] ?? 0)), 2),
         }
       : undefined;
   const result = { bench: 'modelserving-converge', at: new Date().toISOString(), node: process.version, summary: { ...summary, ...(kthenaSummary ? { kthena: kthenaSummary } : {}) }, rounds };
@@ -701,7 +718,7 @@ try {
     'Requests are counted on the process\'s HTTPS client, so they are exactly the requests Ripple\'s watcher, workers and emit-events sent (the',
     'benchmark\'s own creates and watches are tagged and left out). Event writes (emit-events: RoleCreating/RoleRunning and condition',
     'transitions, what `kubectl get events` shows) are counted apart, until they stop; the baseline writes none.',
-    'CPU seconds of the sandbox: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, KWOK and Redis, read from /proc over the',
+    'CPU seconds of the sandbox: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, KWOK (the pids the sandbox recorded) and Redis, read from /proc over the',
     'same window. On a 2-core machine a side cannot converge faster than (this process + the sandbox) / 2 cores.',
     '',
   ].join('\n');
