@@ -32,7 +32,7 @@ import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';
 import { baselineCheckout } from './baseline.js';
-import { cpuSeconds, sandboxPids } from './scale/procstat.js';
+import { cpuSeconds, redisPid, sandboxPids } from './scale/procstat.js';
 import { componentsCpu, componentsCpuBetween } from './fixtures/process-cpu.js';
 import { requestVerb, type RequestVerb } from './fixtures/request-verb.js';
 import { nowMs, round } from './stats.js';
@@ -344,6 +344,19 @@ function msAvailable(obj: Record<string, unknown>): boolean {
   );
 }
 
+/** The COUNT ModelServings of a controller's side, created with the client concurrency the floor uses. */
+async function createModelServings(kc: KubeConfig, ns: string): Promise<void> {
+  const names = Array.from({ length: COUNT }, (_, i) => `ms${i}`);
+  await who.run('bench', () =>
+    bounded(names, CLIENT_CONCURRENCY, async (n) => void (await kubeRequest(kc, collectionPath(Resources.modelServing, ns), { method: 'POST', body: manifest(ns, n) }))),
+  );
+}
+
+/** Ends when all COUNT ModelServings in `ns` are Available (msAvailable), whichever controller made them so. */
+function watchAllAvailable(kc: KubeConfig, ns: string) {
+  return watchUntil(kc, `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns}/modelservings`, (objs) => objs.size === COUNT && [...objs.values()].every(msAvailable));
+}
+
 async function baseline(kc: KubeConfig) {
   return withNamespace(kc, 'bench-ms-base', async (ns) => {
     const names = Array.from({ length: COUNT }, (_, i) => `ms${i}`);
@@ -412,21 +425,14 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     watcher.start();
     await watcher.waitForSync(60_000);
     const startup = { ...counts };
-    const names = Array.from({ length: COUNT }, (_, i) => `ms${i}`);
-    const watch = await watchUntil(
-      kc,
-      `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns}/modelservings`,
-      (objs) => objs.size === COUNT && [...objs.values()].every(msAvailable),
-    );
+    const watch = await watchAllAvailable(kc, ns);
     counts = fresh();
     byShape = {};
     const profile = mods === current ? await startProfile() : undefined;
     const sandbox0 = componentsCpu(components);
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
-    await who.run('bench', () =>
-      bounded(names, CLIENT_CONCURRENCY, async (n) => void (await kubeRequest(kc, collectionPath(Resources.modelServing, ns), { method: 'POST', body: manifest(ns, n) }))),
-    );
+    await createModelServings(kc, ns);
     await watch.finished;
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
@@ -508,18 +514,11 @@ async function kthena(kc: KubeConfig, kubeconfig: string, bin: string) {
     await new Promise((r) => setTimeout(r, 5_000));
     if (controller.exitCode !== null) throw new Error(`${bin} exited with ${controller.exitCode} before the side started: run it by hand to see why`);
     return await withNamespace(kc, 'bench-ms-kthena', async (ns) => {
-      const names = Array.from({ length: COUNT }, (_, i) => `ms${i}`);
-      const watch = await watchUntil(
-        kc,
-        `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns}/modelservings`,
-        (objs) => objs.size === COUNT && [...objs.values()].every(msAvailable),
-      );
+      const watch = await watchAllAvailable(kc, ns);
       const sandbox0 = componentsCpu(components);
       const cpu0 = cpuSeconds(pid) ?? 0;
       const t0 = nowMs();
-      await who.run('bench', () =>
-        bounded(names, CLIENT_CONCURRENCY, async (n) => void (await kubeRequest(kc, collectionPath(Resources.modelServing, ns), { method: 'POST', body: manifest(ns, n) }))),
-      );
+      await createModelServings(kc, ns);
       await watch.finished;
       const seconds = (nowMs() - t0) / 1000;
       const controllerCpu = round((cpuSeconds(pid) ?? cpu0) - cpu0, 2);
@@ -558,10 +557,8 @@ async function sandboxComponents(): Promise<Map<string, number>> {
   const pidsFile = path.join(process.env.RIPPLE_SANDBOX_DIR ?? path.join(root, '.sandbox'), 'pids');
   const out = existsSync(pidsFile) ? sandboxPids(path.dirname(pidsFile)) : new Map<string, number>();
   if (redis.source !== 'REDIS_URL') {
-    const probe = new Redis(redis.url);
-    const pid = Number(/process_id:(\d+)/.exec(await probe.info('server'))?.[1]);
-    probe.disconnect();
-    if (Number.isFinite(pid)) out.set('redis-server', pid);
+    const pid = await redisPid(redis.url);
+    if (pid !== undefined) out.set('redis-server', pid);
   }
   return out;
 }

@@ -19,7 +19,6 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import { loadKubeConfig } from '../kube/config.js';
 import { kubeRequest } from '../kube/raw.js';
 import { startControlPlane } from '../sandbox/control-plane.js';
@@ -28,7 +27,7 @@ import { baselineCheckout } from './baseline.js';
 import { buildInformer, compareAt, compileCheckout, populate } from './scale/informer-compare.js';
 import { runModelServings, type RunResult } from './scale/modelservings.js';
 import { createNamespace } from './scale/observe.js';
-import { sandboxPids } from './scale/procstat.js';
+import { redisPid, sandboxPids } from './scale/procstat.js';
 import { busiest, markdown, plot, type ScaleResults } from './scale/report.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -106,10 +105,8 @@ try {
   scaleNodes(controlPlane.kubeconfig);
   const kc = loadKubeConfig({ kind: 'kubeconfig', path: controlPlane.kubeconfig });
   const pids = sandboxPids(sandboxDir);
-  const probe = new Redis(redis.url);
-  const redisPid = Number(/process_id:(\d+)/.exec(await probe.info('server'))?.[1]);
-  probe.disconnect();
-  const components = new Map<string, number>([...pids, ['redis', redisPid]].filter(([, pid]) => Number.isFinite(pid)) as Array<[string, number]>);
+  const redisServer = await redisPid(redis.url);
+  const components = new Map<string, number>([...pids, ...(redisServer === undefined ? [] : [['redis', redisServer] as [string, number]])]);
   const base = { checkout, kc, kubeconfig: controlPlane.kubeconfig, redisUrl: redis.url, components, timeoutMs: TIMEOUT_MS };
 
   for (const count of COUNTS) {

@@ -1,6 +1,7 @@
 // A process's RSS and CPU time from /proc, for any process on the machine (Ripple's, kube-apiserver,
 // etcd, redis-server): what bench/scale.ts samples to say which part is the bound.
 import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on Linux). */
 const USER_HZ = 100;
@@ -42,6 +43,17 @@ export function sandboxPids(sandboxDir: string): Map<string, number> {
     if (name && pid) out.set(name, Number(pid));
   }
   return out;
+}
+
+/** The pid a Redis server reports for itself (INFO server): only meaningful when it runs on this machine. */
+export async function redisPid(url: string): Promise<number | undefined> {
+  const probe = new Redis(url);
+  try {
+    const pid = Number(/process_id:(\d+)/.exec(await probe.info('server'))?.[1]);
+    return Number.isFinite(pid) ? pid : undefined;
+  } finally {
+    probe.disconnect();
+  }
 }
 
 /** Samples the RSS of some processes every `everyMs` and keeps each one's peak. */
