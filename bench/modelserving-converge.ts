@@ -194,6 +194,8 @@ async function apiserverWrites(kc: KubeConfig): Promise<Record<string, number>> 
   return out;
 }
 
+const sumOf = (writes: Record<string, number>) => Object.values(writes).reduce((n, v) => n + v, 0);
+
 function writesBetween(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(after)) {
@@ -375,6 +377,7 @@ async function baseline(kc: KubeConfig) {
     );
     const watch = await watchUntil(kc, `/api/v1/namespaces/${ns}/pods`, (objs) => objs.size === pods.length && [...objs.values()].every(podReady));
     counts = fresh();
+    const writes0 = await apiserverWrites(kc);
     const sandbox0 = componentsCpu(components);
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
@@ -388,8 +391,9 @@ async function baseline(kc: KubeConfig) {
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
     const sandboxCpuSeconds = componentsCpuBetween(sandbox0, componentsCpu(components));
+    const apiWrites = writesBetween(writes0, await apiserverWrites(kc));
     watch.stop();
-    return { seconds: round(seconds, 3), cpuSeconds, sandboxCpuSeconds, requests: { ...counts }, total: total(counts) };
+    return { seconds: round(seconds, 3), cpuSeconds, sandboxCpuSeconds, apiWrites, requests: { ...counts }, total: total(counts) };
   });
 }
 
@@ -428,6 +432,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     const watch = await watchAllAvailable(kc, ns);
     counts = fresh();
     byShape = {};
+    const writes0 = await apiserverWrites(kc);
     const profile = mods === current ? await startProfile() : undefined;
     const sandbox0 = componentsCpu(components);
     const cpu0 = process.cpuUsage();
@@ -437,6 +442,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
     const sandboxCpuSeconds = componentsCpuBetween(sandbox0, componentsCpu(components));
+    const apiWrites = writesBetween(writes0, await apiserverWrites(kc));
     // Reconciles that ran to converge (each costs CPU in the queue and Redis even when it sends no API request).
     const reconcilesToConverge = reconciled;
     const run = { ...counts };
@@ -483,6 +489,7 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
       seconds: round(seconds, 3),
       cpuSeconds,
       sandboxCpuSeconds,
+      apiWrites,
       cpuSecondsWithEvents,
       startup,
       requests: run,
@@ -515,6 +522,7 @@ async function kthena(kc: KubeConfig, kubeconfig: string, bin: string) {
     if (controller.exitCode !== null) throw new Error(`${bin} exited with ${controller.exitCode} before the side started: run it by hand to see why`);
     return await withNamespace(kc, 'bench-ms-kthena', async (ns) => {
       const watch = await watchAllAvailable(kc, ns);
+      const writes0 = await apiserverWrites(kc);
       const sandbox0 = componentsCpu(components);
       const cpu0 = cpuSeconds(pid) ?? 0;
       const t0 = nowMs();
@@ -523,8 +531,9 @@ async function kthena(kc: KubeConfig, kubeconfig: string, bin: string) {
       const seconds = (nowMs() - t0) / 1000;
       const controllerCpu = round((cpuSeconds(pid) ?? cpu0) - cpu0, 2);
       const sandboxCpuSeconds = componentsCpuBetween(sandbox0, componentsCpu(components));
+      const apiWrites = writesBetween(writes0, await apiserverWrites(kc));
       watch.stop();
-      return { seconds: round(seconds, 3), cpuSeconds: controllerCpu, sandboxCpuSeconds };
+      return { seconds: round(seconds, 3), cpuSeconds: controllerCpu, sandboxCpuSeconds, apiWrites };
     });
   } finally {
     controller.kill('SIGKILL');
@@ -594,7 +603,7 @@ try {
     });
     if (row.kthena) {
       const k = row.kthena;
-      console.log(`round ${r + 1}: kthena ${k.seconds}s, ${k.cpuSeconds} CPU s of its controller, ratio ${round(k.seconds / b.seconds, 2)}; sandbox CPU s ${JSON.stringify(k.sandboxCpuSeconds)}`);
+      console.log(`round ${r + 1}: kthena ${k.seconds}s, ${k.cpuSeconds} CPU s of its controller, ratio ${round(k.seconds / b.seconds, 2)}; sandbox CPU s ${JSON.stringify(k.sandboxCpuSeconds)}; API server writes ${JSON.stringify(k.apiWrites)}`);
     }
     if (row.before) {
       const bf = row.before;
@@ -606,7 +615,7 @@ try {
     console.log(
       `round ${r + 1}: ripple ${rp.seconds}s, ${rp.cpuSeconds} CPU s (${rp.total} requests, ${round(rp.total / COUNT, 1)}/ModelServing; +${rp.eventWrites} Event writes), ` +
         `baseline ${b.seconds}s, ${b.cpuSeconds} CPU s (${b.total} requests), ratio ${round(rp.seconds / b.seconds, 2)}; ` +
-        `${rp.reconcilesToConverge} reconciles, ${rp.lateEnqueues} late-event enqueues; sandbox CPU s: ripple ${JSON.stringify(rp.sandboxCpuSeconds)}, baseline ${JSON.stringify(b.sandboxCpuSeconds)}; steady resync of ${rp.resync.reconciled}: API server writes ${JSON.stringify(rp.resync.apiserverWrites)}, requests ${total(rp.resync.requests, true)}`,
+        `${rp.reconcilesToConverge} reconciles, ${rp.lateEnqueues} late-event enqueues; sandbox CPU s: ripple ${JSON.stringify(rp.sandboxCpuSeconds)}, baseline ${JSON.stringify(b.sandboxCpuSeconds)}; API server writes: ripple ${JSON.stringify(rp.apiWrites)}, baseline ${JSON.stringify(b.apiWrites)}; steady resync of ${rp.resync.reconciled}: API server writes ${JSON.stringify(rp.resync.apiserverWrites)}, requests ${total(rp.resync.requests, true)}`,
     );
   }
   const ripples = rounds.map((r) => r.ripple).filter((x) => x !== undefined);
@@ -630,8 +639,11 @@ try {
       baseline: round(median(baselines.map((x) => x.sandboxCpuSeconds.total ?? 0)), 2),
       apiserver: { ripple: round(median(ripples.map((x) => x.sandboxCpuSeconds['kube-apiserver'] ?? 0)), 2), baseline: round(median(baselines.map((x) => x.sandboxCpuSeconds['kube-apiserver'] ?? 0)), 2) },
     },
+    // Writes the API server counted from every client between the first create and converged (the scheduler's bindings
+    // and Events and KWOK's status writes included, alike on every side), per ModelServing.
+    medianApiWritesPerModelServing: { ripple: round(median(ripples.map((x) => sumOf(x.apiWrites))) / COUNT, 1), baseline: round(median(baselines.map((x) => sumOf(x.apiWrites))) / COUNT, 1) },
     steadyResync: {
-      apiServerWrites: Math.max(...ripples.map((x) => Object.values(x.resync.apiserverWrites).reduce((n, v) => n + v, 0))),
+      apiServerWrites: Math.max(...ripples.map((x) => sumOf(x.resync.apiserverWrites))),
       requestsPerModelServing: round(median(ripples.map((x) => total(x.resync.requests, true))) / COUNT, 1),
     },
     requestsPerModelServing: {
@@ -648,7 +660,7 @@ try {
             medianCpuSeconds: round(median(befores.map((x) => x.cpuSeconds)), 2),
             requestsPerModelServing: round(median(befores.map((x) => x.total)) / COUNT, 1),
             eventWrites: round(median(befores.map((x) => x.eventWrites)) / COUNT, 1),
-            steadyResyncApiServerWrites: Math.max(...befores.map((x) => Object.values(x.resync.apiserverWrites).reduce((n, v) => n + v, 0))),
+            steadyResyncApiServerWrites: Math.max(...befores.map((x) => sumOf(x.resync.apiserverWrites))),
             steadyResyncRequestsPerModelServing: round(median(befores.map((x) => total(x.resync.requests, true))) / COUNT, 1),
           },
         }
@@ -662,6 +674,7 @@ try {
           medianCpuSeconds: round(median(kthenas.map((x) => x.cpuSeconds)), 2),
           medianSandboxCpuSeconds: round(median(kthenas.map((x) => x.sandboxCpuSeconds.total ?? 0)), 2),
           medianApiserverCpuSeconds: round(median(kthenas.map((x) => x.sandboxCpuSeconds['kube-apiserver'] ?? 0)), 2),
+          medianApiWritesPerModelServing: round(median(kthenas.map((x) => sumOf(x.apiWrites))) / COUNT, 1),
         }
       : undefined;
   const result = { bench: 'modelserving-converge', at: new Date().toISOString(), node: process.version, summary: { ...summary, ...(kthenaSummary ? { kthena: kthenaSummary } : {}) }, rounds };
@@ -676,15 +689,15 @@ try {
       `creates the same pods and Services directly with the same client concurrency (${CLIENT_CONCURRENCY}) and waits for the pods to be Ready. ` +
       `Median of ${ROUNDS} round(s), ${result.at}, Node ${process.version}.`,
     '',
-    '| | seconds | CPU seconds of the process | CPU seconds of the sandbox (of them the API server) | API requests per ModelServing |',
-    '|---|---|---|---|---|',
-    `| Ripple (reconcile-modelserving) | ${summary.medianSeconds.ripple} | ${summary.medianCpuSeconds.ripple} | ${summary.medianSandboxCpuSeconds.ripple} (${summary.medianSandboxCpuSeconds.apiserver.ripple}) | ${summary.requestsPerModelServing.ripple} (+ ${summary.requestsPerModelServing.eventWrites} Event writes) |`,
-    `| baseline (direct creates) | ${summary.medianSeconds.baseline} | ${summary.medianCpuSeconds.baseline} | ${summary.medianSandboxCpuSeconds.baseline} (${summary.medianSandboxCpuSeconds.apiserver.baseline}) | ${summary.requestsPerModelServing.baseline} |`,
-    `| ratio | ${summary.medianRatio} | | | ${round(summary.requestsPerModelServing.ripple / summary.requestsPerModelServing.baseline, 2)} |`,
+    '| | seconds | CPU seconds of the process | CPU seconds of the sandbox (of them the API server) | API requests per ModelServing | API server writes per ModelServing, all clients |',
+    '|---|---|---|---|---|---|',
+    `| Ripple (reconcile-modelserving) | ${summary.medianSeconds.ripple} | ${summary.medianCpuSeconds.ripple} | ${summary.medianSandboxCpuSeconds.ripple} (${summary.medianSandboxCpuSeconds.apiserver.ripple}) | ${summary.requestsPerModelServing.ripple} (+ ${summary.requestsPerModelServing.eventWrites} Event writes) | ${summary.medianApiWritesPerModelServing.ripple} |`,
+    `| baseline (direct creates) | ${summary.medianSeconds.baseline} | ${summary.medianCpuSeconds.baseline} | ${summary.medianSandboxCpuSeconds.baseline} (${summary.medianSandboxCpuSeconds.apiserver.baseline}) | ${summary.requestsPerModelServing.baseline} | ${summary.medianApiWritesPerModelServing.baseline} |`,
+    `| ratio | ${summary.medianRatio} | | | ${round(summary.requestsPerModelServing.ripple / summary.requestsPerModelServing.baseline, 2)} | |`,
     ...(kthenaSummary
       ? [
-          `| Kthena's controller (5 workers, QPS 100 / burst 200) | ${kthenaSummary.medianSeconds} | ${kthenaSummary.medianCpuSeconds} (its own process) | ${kthenaSummary.medianSandboxCpuSeconds} (${kthenaSummary.medianApiserverCpuSeconds}) | not counted (another process) |`,
-          `| Kthena / baseline | ${kthenaSummary.medianRatio} | | | |`,
+          `| Kthena's controller (5 workers, QPS 100 / burst 200) | ${kthenaSummary.medianSeconds} | ${kthenaSummary.medianCpuSeconds} (its own process) | ${kthenaSummary.medianSandboxCpuSeconds} (${kthenaSummary.medianApiserverCpuSeconds}) | not counted here (another process) | ${kthenaSummary.medianApiWritesPerModelServing} |`,
+          `| Kthena / baseline | ${kthenaSummary.medianRatio} | | | | |`,
         ]
       : []),
     ...(summary.before
@@ -717,6 +730,9 @@ try {
     'transitions, what `kubectl get events` shows) are counted apart, until they stop; the baseline writes none.',
     'CPU seconds of the sandbox: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, KWOK (the pids the sandbox recorded) and Redis, read from /proc over the',
     'same window. On a 2-core machine a side cannot converge faster than (this process + the sandbox) / 2 cores.',
+    'API server writes: apiserver_request_total (POST/PUT/PATCH/DELETE on pods, services, controllerrevisions, podgroups, modelservings and',
+    'events, subresources included) from the first create to converged, every client: the scheduler\'s bindings and Events and KWOK\'s status',
+    'writes are in every side alike, so the difference to the baseline is what the controller wrote.',
     '',
   ].join('\n');
   writeFileSync(path.join(here, 'results/modelserving-converge.md'), md);
