@@ -442,11 +442,12 @@ async function ripple(kc: KubeConfig, redisUrl: string, mods: RippleModules = cu
     const seconds = (nowMs() - t0) / 1000;
     const cpuSeconds = cpuSince(cpu0);
     const sandboxCpuSeconds = componentsCpuBetween(sandbox0, componentsCpu(components));
-    const apiWrites = writesBetween(writes0, await apiserverWrites(kc));
     // Reconciles that ran to converge (each costs CPU in the queue and Redis even when it sends no API request).
     const reconcilesToConverge = reconciled;
     const run = { ...counts };
     const runByShape = Object.fromEntries(Object.entries(byShape).sort((a, b) => b[1] - a[1]));
+    // Read after the counts above, so this request's time does not let more reconciles into them.
+    const apiWrites = writesBetween(writes0, await apiserverWrites(kc));
     await stopProfile(profile);
     watch.stop();
     // Role Events are still being written after status says Available: count them until they stop.
