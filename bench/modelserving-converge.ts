@@ -32,8 +32,7 @@ import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';
 import { baselineCheckout } from './baseline.js';
-import { cpuSeconds, redisPid, sandboxPids } from './scale/procstat.js';
-import { componentsCpu, componentsCpuBetween } from './fixtures/process-cpu.js';
+import { componentsCpu, componentsCpuBetween, cpuSeconds, redisPid, sandboxPids } from './scale/procstat.js';
 import { requestVerb, type RequestVerb } from './fixtures/request-verb.js';
 import { nowMs, round } from './stats.js';
 

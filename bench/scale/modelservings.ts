@@ -9,7 +9,7 @@ import { freePort } from '../../sandbox/free-port.js';
 import { nowMs, percentile, round } from '../stats.js';
 import { bounded, createNamespace, deleteNamespace, observe, until, type Obj } from './observe.js';
 import type { RequestCounts } from './probe.js';
-import { cpuSeconds, loadAverage, rssMiB, RssPeaks } from './procstat.js';
+import { componentsCpu, cpuSeconds, loadAverage, rssMiB, RssPeaks } from './procstat.js';
 import { addCounts, RippleProcess, zeroCounts } from './ripple-process.js';
 
 const IMAGE = 'registry.k8s.io/pause:3.10';
@@ -161,7 +161,7 @@ export async function runModelServings(opts: RunOptions): Promise<RunResult> {
     const baseline = await Promise.all(all.map((p) => p.sample()));
     const reconciles: Array<[number, string]> = [];
     const cpuPids = new Map<string, number>([...opts.components, ['watcher', watcher.pid], ...workerProcs.map((w, i): [string, number] => [`worker-${i}`, w.pid])]);
-    const cpu0 = new Map([...cpuPids].map(([n, pid]) => [n, cpuSeconds(pid) ?? 0]));
+    const cpu0 = componentsCpu(cpuPids);
     const load0 = loadAverage();
     const t0 = nowMs();
     const names = Array.from({ length: count }, (_, i) => `ms-${i}`);
@@ -171,7 +171,7 @@ export async function runModelServings(opts: RunOptions): Promise<RunResult> {
     const seconds = (nowMs() - t0) / 1000;
     const cpu = Object.fromEntries(
       [...cpuPids].map(([n, pid]) => {
-        const used = (cpuSeconds(pid) ?? Number.NaN) - (cpu0.get(n) ?? 0);
+        const used = (cpuSeconds(pid) ?? Number.NaN) - (cpu0[n] ?? 0);
         return [n, { seconds: round(used, 1), cores: round(used / seconds, 2) }];
       }),
     );

@@ -2,6 +2,7 @@
 // etcd, redis-server): what bench/scale.ts samples to say which part is the bound.
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
+import { round } from '../stats.js';
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ; 100 on Linux). */
 const USER_HZ = 100;
@@ -28,6 +29,23 @@ export function cpuSeconds(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds so far of each named process (`components`: name → pid, e.g. sandboxPids plus Redis); 0 once gone. */
+export function componentsCpu(components: ReadonlyMap<string, number>): Record<string, number> {
+  return Object.fromEntries([...components].map(([name, pid]) => [name, cpuSeconds(pid) ?? 0]));
+}
+
+/** What each process spent between two readings of componentsCpu, and their sum as `total`. */
+export function componentsCpuBetween(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  let total = 0;
+  for (const [name, then] of Object.entries(before)) {
+    const spent = Math.max(0, (after[name] ?? then) - then);
+    out[name] = round(spent, 2);
+    total += spent;
+  }
+  return { ...out, total: round(total, 2) };
 }
 
 /** The machine's 1-minute load average (how busy the shared cores were meanwhile). */
