@@ -17,7 +17,7 @@
  */
 import https from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { RequestInit } from 'node-fetch';
+import { Headers, type RequestInit } from 'node-fetch';
 
 /** How long worked-out credentials are reused before they are read again. */
 export const REFRESH_MS = 30_000;
@@ -33,6 +33,8 @@ interface Pooled {
   /** The TLS material the keep-alive agent was built with, to see whether a refresh changed it. */
   tls: readonly unknown[];
   agent: https.Agent | undefined;
+  /** init's headers (credentials) as a plain object with lower-case names, for Node's http client. */
+  headers: Readonly<Record<string, string>>;
   /** The API server refused these credentials (401): read them again at the next call, whatever `at` says. */
   refused: boolean;
 }
@@ -84,6 +86,15 @@ export async function pooledFetchOptions(kc: KubeConfig, now = Date.now()): Prom
   return copy;
 }
 
+/** The headers (credentials) of options pooledFetchOptions handed out, lower-case names; copy before adding to them. */
+export function pooledHeaders(init: RequestInit): Readonly<Record<string, string>> {
+  const pooled = handedOut.get(init);
+  if (pooled) return pooled.headers;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of new Headers(init.headers)) headers[name] = value;
+  return headers;
+}
+
 /**
  * The API server refused the credentials in `used` (a copy pooledFetchOptions handed out): the next call
  * reads them again. Options refreshed since then are kept, so concurrent 401s cause one refresh, not one each.
@@ -111,7 +122,9 @@ async function refresh(kc: KubeConfig, entry: Entry, now: number): Promise<Poole
     }
     init.agent = agent;
   }
-  const pooled: Pooled = { at: now, init, tls, agent, refused: false };
+  const headers: Record<string, string> = {};
+  for (const [name, value] of new Headers(init.headers)) headers[name] = value;
+  const pooled: Pooled = { at: now, init, tls, agent, headers, refused: false };
   entry.current = pooled;
   return pooled;
 }

@@ -41,6 +41,18 @@ beforeAll(async () => {
       res.statusCode = ok ? 200 : 401;
       res.setHeader('Content-Type', 'application/json');
       res.end(JSON.stringify(ok ? { ok: true } : { kind: 'Status', status: 'Failure', reason: 'Unauthorized', message: 'Unauthorized', code: 401 }));
+    } else if (req.url?.startsWith('/cut')) {
+      // Headers and half of the promised body, then the connection goes.
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '100' });
+      res.write('{"items":[');
+      setTimeout(() => res.socket?.destroy(), 20);
+    } else if (req.url?.startsWith('/echo')) {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      req.on('end', () => {
+        res.setHeader('Content-Type', 'application/json');
+        res.end(JSON.stringify({ method: req.method, contentType: req.headers['content-type'], accept: req.headers.accept, body: JSON.parse(body || 'null') }));
+      });
     } else if (req.url?.startsWith('/ok')) {
       res.setHeader('Content-Type', 'application/json');
       res.end(JSON.stringify({ ok: true }));
@@ -65,6 +77,21 @@ afterAll(async () => {
 describe('kubeRequest', () => {
   it('answers as before when the server answers', async () => {
     await expect(kubeRequest(kc, '/ok')).resolves.toEqual({ ok: true });
+  });
+
+  it('sends the body as JSON with its content type, and the caller\'s Accept', async () => {
+    await expect(kubeRequest(kc, '/echo', { method: 'PATCH', body: { spec: { replicas: 3 } }, contentType: 'application/merge-patch+json', accept: 'application/json;as=Table' })).resolves.toEqual({
+      method: 'PATCH',
+      contentType: 'application/merge-patch+json',
+      accept: 'application/json;as=Table',
+      body: { spec: { replicas: 3 } },
+    });
+  });
+
+  it('an answer cut short is an error, not a truncated body', async () => {
+    const err = await kubeRequest(kc, '/cut').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/aborted|closed before the whole answer arrived/);
   });
 
   it('gives up on a request that gets no answer, with a transient timeout error naming the call', async () => {

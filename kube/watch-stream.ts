@@ -2,8 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Headers } from 'node-fetch';
-import { dropPooledFetchOptions, pooledFetchOptions } from './connection-pool.js';
+import { dropPooledFetchOptions, pooledFetchOptions, pooledHeaders } from './connection-pool.js';
 import { apiErrorOf, apiUrl, KubeTimeoutError } from './raw.js';
 
 /**
@@ -106,12 +105,10 @@ interface Sink {
 async function start(kc: KubeConfig, opts: WatchStreamOptions, sink: Sink): Promise<void> {
   const url = apiUrl(kc, opts.path, { ...opts.query, watch: true });
   const init = await pooledFetchOptions(kc);
-  const headers: Record<string, string> = {};
-  for (const [name, value] of new Headers(init.headers)) headers[name] = value;
-  headers['accept'] = opts.accept ?? 'application/json';
+  const headers: Record<string, string> = { ...pooledHeaders(init), accept: opts.accept ?? 'application/json' };
   const agent = init.agent instanceof http.Agent ? init.agent : undefined;
   const send = url.protocol === 'https:' ? https.request : http.request;
-  // An options object, as node-fetch passes for every other request: what wraps https.request to count or
+  // An options object, as kube/raw.ts passes for every other request: what wraps https.request to count or
   // trace requests (the benches, the tests' request counters) sees the watch's path and method the same way.
   const req = send({ ...urlToHttpOptions(url), method: 'GET', headers, agent });
   sink.onRequest(req);
