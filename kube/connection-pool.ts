@@ -88,8 +88,11 @@ export async function pooledFetchOptions(kc: KubeConfig, now = Date.now()): Prom
 
 /** The headers (credentials) of options pooledFetchOptions handed out, lower-case names; copy before adding to them. */
 export function pooledHeaders(init: RequestInit): Readonly<Record<string, string>> {
-  const pooled = handedOut.get(init);
-  if (pooled) return pooled.headers;
+  return handedOut.get(init)?.headers ?? plainHeaders(init);
+}
+
+/** node-fetch's Headers (what applyToFetchOptions returns) as a plain object; it lower-cases the names. */
+function plainHeaders(init: RequestInit): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of new Headers(init.headers)) headers[name] = value;
   return headers;
@@ -122,9 +125,7 @@ async function refresh(kc: KubeConfig, entry: Entry, now: number): Promise<Poole
     }
     init.agent = agent;
   }
-  const headers: Record<string, string> = {};
-  for (const [name, value] of new Headers(init.headers)) headers[name] = value;
-  const pooled: Pooled = { at: now, init, tls, agent, headers, refused: false };
+  const pooled: Pooled = { at: now, init, tls, agent, headers: plainHeaders(init), refused: false };
   entry.current = pooled;
   return pooled;
 }
