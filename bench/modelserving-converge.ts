@@ -32,7 +32,7 @@ import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';
 import { baselineCheckout } from './baseline.js';
-import { componentsCpu, componentsCpuBetween, cpuSeconds, redisPid, sandboxPids } from './scale/procstat.js';
+import { componentsCpu, componentsCpuBetween, cpuSeconds, sandboxComponents } from './scale/procstat.js';
 import { requestVerb, type RequestVerb } from './fixtures/request-verb.js';
 import { nowMs, round } from './stats.js';
 
@@ -558,19 +558,10 @@ const median = (xs: number[]) => {
 const controlPlane = await startControlPlane();
 const redis = await startRedis();
 /**
- * The sandbox's processes whose CPU each side's window reads: the control plane's (the pids its scripts record;
- * none when it was not started from this checkout) and Redis when it runs on this machine.
+ * The sandbox's processes whose CPU each side's window reads: the control plane's (none when it was not started from
+ * this checkout) and Redis when it runs on this machine.
  */
-const components = await sandboxComponents();
-async function sandboxComponents(): Promise<Map<string, number>> {
-  const pidsFile = path.join(process.env.RIPPLE_SANDBOX_DIR ?? path.join(root, '.sandbox'), 'pids');
-  const out = existsSync(pidsFile) ? sandboxPids(path.dirname(pidsFile)) : new Map<string, number>();
-  if (redis.source !== 'REDIS_URL') {
-    const pid = await redisPid(redis.url);
-    if (pid !== undefined) out.set('redis-server', pid);
-  }
-  return out;
-}
+const components = await sandboxComponents(process.env.RIPPLE_SANDBOX_DIR ?? path.join(root, '.sandbox'), redis.source === 'REDIS_URL' ? undefined : redis.url);
 try {
   installCrds(controlPlane.kubeconfig);
   const kc = loadKubeConfig({ kind: 'kubeconfig', path: controlPlane.kubeconfig });

@@ -27,7 +27,7 @@ import { baselineCheckout } from './baseline.js';
 import { buildInformer, compareAt, compileCheckout, populate } from './scale/informer-compare.js';
 import { runModelServings, type RunResult } from './scale/modelservings.js';
 import { createNamespace } from './scale/observe.js';
-import { redisPid, sandboxPids } from './scale/procstat.js';
+import { sandboxComponents } from './scale/procstat.js';
 import { busiest, markdown, plot, type ScaleResults } from './scale/report.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -104,9 +104,7 @@ try {
   kubectl(controlPlane.kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', path.join(checkout, 'infra/crds')]);
   scaleNodes(controlPlane.kubeconfig);
   const kc = loadKubeConfig({ kind: 'kubeconfig', path: controlPlane.kubeconfig });
-  const pids = sandboxPids(sandboxDir);
-  const redisServer = await redisPid(redis.url);
-  const components = new Map<string, number>([...pids, ...(redisServer === undefined ? [] : [['redis', redisServer] as [string, number]])]);
+  const components = await sandboxComponents(sandboxDir, redis.source === 'REDIS_URL' ? undefined : redis.url);
   const base = { checkout, kc, kubeconfig: controlPlane.kubeconfig, redisUrl: redis.url, components, timeoutMs: TIMEOUT_MS };
 
   for (const count of COUNTS) {

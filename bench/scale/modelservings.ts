@@ -9,7 +9,7 @@ import { freePort } from '../../sandbox/free-port.js';
 import { nowMs, percentile, round } from '../stats.js';
 import { bounded, createNamespace, deleteNamespace, observe, until, type Obj } from './observe.js';
 import type { RequestCounts } from './probe.js';
-import { componentsCpu, cpuSeconds, loadAverage, rssMiB, RssPeaks } from './procstat.js';
+import { componentsCpu, componentsCpuBetween, loadAverage, rssMiB, RssPeaks } from './procstat.js';
 import { addCounts, RippleProcess, zeroCounts } from './ripple-process.js';
 
 const IMAGE = 'registry.k8s.io/pause:3.10';
@@ -169,12 +169,8 @@ export async function runModelServings(opts: RunOptions): Promise<RunResult> {
     const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${available.size}/${count} Available after ${opts.timeoutMs} ms`)), opts.timeoutMs).unref());
     await Promise.race([converged, timeout]);
     const seconds = (nowMs() - t0) / 1000;
-    const cpu = Object.fromEntries(
-      [...cpuPids].map(([n, pid]) => {
-        const used = (cpuSeconds(pid) ?? Number.NaN) - (cpu0[n] ?? 0);
-        return [n, { seconds: round(used, 1), cores: round(used / seconds, 2) }];
-      }),
-    );
+    const spent = componentsCpuBetween(cpu0, componentsCpu(cpuPids));
+    const cpu = Object.fromEntries([...cpuPids.keys()].map((n) => [n, { seconds: round(spent[n] ?? 0, 1), cores: round((spent[n] ?? 0) / seconds, 2) }]));
     const load1 = loadAverage();
     const atAvailable = await Promise.all(all.map((p) => p.sample()));
     for (const s of atAvailable) reconciles.push(...s.reconciles);

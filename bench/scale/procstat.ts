@@ -1,6 +1,7 @@
 // A process's RSS and CPU time from /proc, for any process on the machine (Ripple's, kube-apiserver,
 // etcd, redis-server): what bench/scale.ts samples to say which part is the bound.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import { round } from '../stats.js';
 
@@ -56,15 +57,29 @@ export function loadAverage(): number {
 /** The pids the sandbox recorded (`name pid` lines in $RIPPLE_SANDBOX_DIR/pids). */
 export function sandboxPids(sandboxDir: string): Map<string, number> {
   const out = new Map<string, number>();
-  for (const line of readFileSync(`${sandboxDir}/pids`, 'utf8').split('\n')) {
+  for (const line of readFileSync(path.join(sandboxDir, 'pids'), 'utf8').split('\n')) {
     const [name, pid] = line.trim().split(/\s+/);
     if (name && pid) out.set(name, Number(pid));
   }
   return out;
 }
 
-/** The pid a Redis server reports for itself (INFO server): only meaningful when it runs on this machine. */
-export async function redisPid(url: string): Promise<number | undefined> {
+/**
+ * The processes whose CPU a bench reads, name → pid (for componentsCpu): the sandbox's (the pids it recorded in
+ * `sandboxDir`; none when it was not started from there) and, given `localRedisUrl`, the Redis server behind it as
+ * `redis-server`. Pass that URL only for a Redis on this machine: another machine's pid means nothing here.
+ */
+export async function sandboxComponents(sandboxDir: string, localRedisUrl?: string): Promise<Map<string, number>> {
+  const out = existsSync(path.join(sandboxDir, 'pids')) ? sandboxPids(sandboxDir) : new Map<string, number>();
+  if (localRedisUrl !== undefined) {
+    const pid = await redisPid(localRedisUrl);
+    if (pid !== undefined) out.set('redis-server', pid);
+  }
+  return out;
+}
+
+/** The pid a Redis server reports for itself (INFO server). */
+async function redisPid(url: string): Promise<number | undefined> {
   const probe = new Redis(url);
   try {
     const pid = Number(/process_id:(\d+)/.exec(await probe.info('server'))?.[1]);
