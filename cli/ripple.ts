@@ -9,6 +9,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { allFunctions } from '../functions/index.js';
 import { runWebhookCommand } from './webhook.js';
+import { rippleVersion } from './version.js';
 import { CLIENT_COMMANDS, CLIENT_USAGE, runClientCommand } from './ops-client.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { livenessProblems, readinessProblems, type HealthSources } from '../ops/health.js';
@@ -43,6 +44,7 @@ const USAGE = `usage: ripple <${MODES.join('|')}> [options]     (mode also from 
   ops        the ops server alone: dashboard, manual resync, queue metrics, role datastore
   serve      one function (--function NAME) as an HTTP service on PORT (default 8080): Knative, OpenFaaS
   webhook    admission webhooks over HTTPS, registered on the cluster (ripple webhook --help)
+  --version  print Ripple's version (also -V)
 
 Cluster (default: the local sandbox, never your current kube-context):
   --sandbox               build/start the local control plane and Redis, stop them on exit (default)
@@ -83,6 +85,10 @@ async function loadDefinitions(modulePath: string): Promise<FunctionDefinition[]
 async function main(): Promise<void> {
   // status, roles, resync: a client of a running ops server, with options of its own; it starts nothing.
   const first = process.argv[2];
+  if (first === '--version' || first === '-V') {
+    console.log(rippleVersion());
+    return;
+  }
   if (first && (CLIENT_COMMANDS as readonly string[]).includes(first)) {
     console.log(await runClientCommand(process.argv.slice(2)));
     return;
