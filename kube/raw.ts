@@ -4,7 +4,7 @@ import { urlToHttpOptions } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ConnectivityError } from '../runtime/errors.js';
 import { dropPooledFetchOptions, pooledFetchOptions, pooledHeaders } from './connection-pool.js';
-import { currentReconcile, throwIfLeaseLost } from '../runtime/reconcile-scope.js';
+import { currentReconcile, requestTimeoutMs, throwIfLeaseLost } from '../runtime/reconcile-scope.js';
 import { statusSchema } from './object.js';
 
 /**
@@ -119,9 +119,10 @@ async function send(kc: KubeConfig, url: URL, path: string, req: RawRequest): Pr
     headers['content-type'] = req.contentType ?? 'application/json';
     headers['content-length'] = String(Buffer.byteLength(body));
   }
-  const timeoutMs = req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  // Inside a reconcile, a call made after its claim was lost is not sent, and one in flight is aborted.
+  // Inside a reconcile, a call made after its claim was lost (or its lease's send deadline passed) is not
+  // sent, one in flight is aborted, and none waits for an answer past the lease's end.
   throwIfLeaseLost(`${method} ${path}`);
+  const timeoutMs = requestTimeoutMs(req.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   const claim = currentReconcile()?.signal;
   // One controller for both causes, wired by hand: AbortSignal.any on a long-lived caller signal
   // (a watcher's stop signal, used for every relist) keeps a listener per call on Node 20.

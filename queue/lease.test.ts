@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../runtime/log.js';
 import { queueKeys } from './keys.js';
-import { ClaimLease } from './lease.js';
+import { ClaimLease, sendMarginMs } from './lease.js';
 
 // A real client that never connects: these leases are stopped or lost long before their first renewal (a third of a
 // minute), so no command is ever sent.
@@ -24,7 +24,6 @@ describe('ClaimLease', () => {
     expect(l.lost).toBe('refused');
     expect(l.signal.aborted).toBe(true);
     expect(l.signal.reason).toBe('refused');
-    expect(l.aliveUntil).toBe(0);
   });
 
   it('lets every request of a reconcile listen on its signal without a MaxListeners warning', async () => {
@@ -66,11 +65,20 @@ describe('ClaimLease', () => {
     expect(calls).toEqual(['before', 'after']);
   });
 
-  it('keeps the lease alive until it runs out when only the deadline passed', () => {
+  it.each(['deadline', 'expired', 'refused', 'lock-lost'] as const)('keeps the key held until the lease runs out after a loss by %s', (reason) => {
+    // The worker frees the key only after aliveUntil: a request sent just before the loss must not land
+    // after a new holder's claim. Before issue 28 every loss but the deadline answered 0 (freed at once).
     const l = lease();
     const alive = l.aliveUntil;
-    l.lose('deadline');
+    l.lose(reason);
     expect(l.aliveUntil).toBe(alive);
     expect(alive).toBeGreaterThan(Date.now());
+  });
+
+  it('stops sending a margin before the lease ends: a tenth of the lease, at most a second', () => {
+    const l = lease();
+    expect(l.aliveUntil - l.sendBy).toBe(1_000);
+    expect(sendMarginMs(60_000)).toBe(1_000);
+    expect(sendMarginMs(3_000)).toBe(300);
   });
 });

@@ -5,6 +5,15 @@ import { scriptKeys, type QueueKeys } from './keys.js';
 import { runScript } from './run-script.js';
 import { RENEW } from './scripts.js';
 
+/**
+ * How long before its lease's confirmed end a claim stops sending (and its signal is aborted): the time a
+ * request sent just before then needs to reach the API server or Redis and be applied. A tenth of the lease,
+ * at most a second; docs/kernel.md ("Effects") gives the measurements it is chosen from.
+ */
+export function sendMarginMs(leaseMs: number): number {
+  return Math.min(1_000, Math.floor(leaseMs / 10));
+}
+
 /** Why a claim's handler was told to stop. */
 export type LeaseLoss = 'refused' | 'expired' | 'deadline' | 'lock-lost';
 
@@ -66,9 +75,28 @@ export class ClaimLease {
     else this.onLoss.push(then);
   }
 
-  /** Local time until which the lease may still be alive (0 once it is known lost). */
+  /**
+   * Local time until which the lease may still be alive in Redis, however it was lost: the worker keeps
+   * the key (no RELEASE) until then, so a request this claim sent just before the loss cannot land after a
+   * new holder's claim. Freeing the key at once on a loss let the next holder plan while the stale write
+   * was still in flight (issue 28).
+   */
   get aliveUntil(): number {
-    return this.loss !== undefined && this.loss !== 'deadline' ? 0 : this.expiresAt;
+    return this.expiresAt;
+  }
+
+  /**
+   * Local time after which nothing may be sent on behalf of this claim (runtime/reconcile-scope.ts checks
+   * it before every API request and Redis script): the lease's confirmed end less the send margin, the
+   * time a request sent just before it needs to reach its server (docs/kernel.md, "Effects").
+   */
+  get sendBy(): number {
+    return this.expiresAt - this.margin;
+  }
+
+  /** The send margin: a tenth of the lease, at most a second. */
+  private get margin(): number {
+    return sendMarginMs(this.leaseMs);
   }
 
   lose(reason: LeaseLoss): void {
@@ -88,7 +116,7 @@ export class ClaimLease {
 
   private armExpiry(): void {
     clearTimeout(this.expiryTimer);
-    const margin = Math.min(1_000, Math.floor(this.leaseMs / 10));
+    const margin = this.margin;
     this.expiryTimer = setTimeout(() => {
       this.log.warn({ key: this.key, fencingToken: this.token }, 'lease not renewed in time; aborting the reconcile');
       this.lose('expired');

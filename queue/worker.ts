@@ -3,7 +3,7 @@ import { DelayedError, raw2NextJobData, UnrecoverableError, Worker, type Job, ty
 import { z } from 'zod';
 import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
-import { inReconcileScope, LeaseLostError } from '../runtime/reconcile-scope.js';
+import { inReconcileScope, LeaseLostError, type ReconcileScope } from '../runtime/reconcile-scope.js';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { DeadlineExceededError } from './deadline.js';
 import type { RedisClient } from './connection.js';
@@ -413,24 +413,26 @@ export class KeyedWorker {
 
   /**
    * Runs the handler in the claim's scope until it settles. At the deadline, or when the lease is lost,
-   * the handler is told through its signal; the key stays held until it settles or the lease runs out
-   * (no renewals after an abort), so a retry never overlaps a handler that is still running on a live
-   * lease. A handler that settles after that is abandoned: its calls through Ripple's helpers fail.
+   * the handler is told through its signal, and the key stays held until the lease has run out (no
+   * renewals after an abort), whether the handler settled or not: a retry never overlaps a handler still
+   * running on a live lease, nor a write it sent just before. A handler that settles after that is
+   * abandoned: its calls through Ripple's helpers fail.
    */
   private async runBounded<T>(lease: ClaimLease, handler: () => Promise<T>, log: () => Logger): Promise<T> {
     const timeoutMs = this.opts.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
-    const scope = {
+    const scope: ReconcileScope = {
       get signal() {
         return lease.signal;
       },
       token: lease.token,
+      get sendBy() {
+        return lease.sendBy;
+      },
+      get aliveUntil() {
+        return lease.aliveUntil;
+      },
     };
     const work = inReconcileScope(scope, handler);
-    const settled = (): Promise<void> =>
-      work.then(
-        () => undefined,
-        () => undefined,
-      );
     let deadline: NodeJS.Timeout | undefined;
     if (timeoutMs > 0 && Number.isFinite(timeoutMs)) deadline = setTimeout(() => lease.lose('deadline'), timeoutMs);
     try {
@@ -444,10 +446,11 @@ export class KeyedWorker {
       });
       if (lease.lost !== undefined) {
         const reason = lease.lost;
-        log().warn({ reason }, 'reconcile told to stop; waiting for it to settle while the lease lasts');
-        let wait: NodeJS.Timeout | undefined;
-        await Promise.race([settled(), new Promise<void>((r) => (wait = setTimeout(r, Math.max(0, lease.aliveUntil - Date.now()))))]);
-        clearTimeout(wait);
+        log().warn({ reason }, 'reconcile told to stop; keeping the key until its lease has run out');
+        // Until the lease has run out, settled or not: a handler that settled because its request was aborted
+        // on this side may still have that write on its way to the server, and the key's next holder must
+        // not read before it lands (docs/kernel.md, "Effects").
+        await sleepUntil(lease.aliveUntil);
         if (reason === 'deadline') throw new DeadlineExceededError(`reconcile did not finish within ${timeoutMs} ms`);
         throw new LeaseLostError(`reconcile lost its claim (${reason})`);
       }
@@ -508,6 +511,12 @@ export class KeyedWorker {
   async close(): Promise<void> {
     await this.worker.close();
   }
+}
+
+/** Resolves at local time `at` (at once when it has passed). */
+function sleepUntil(at: number): Promise<void> {
+  const ms = at - Date.now();
+  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }
 
 function errorText(err: unknown): string {

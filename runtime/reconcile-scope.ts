@@ -6,6 +6,13 @@ export interface ReconcileScope {
   signal: AbortSignal;
   /** The claim's fencing token (queue/fence.ts). */
   token: string;
+  /**
+   * Local time (ms) after which nothing may be sent on behalf of the claim: its lease's confirmed end
+   * less the send margin (queue/lease.ts). Read on every check: a renewal moves it.
+   */
+  readonly sendBy: number;
+  /** Local time (ms) by which the claim's lease has surely run out in Redis unless renewed since. */
+  readonly aliveUntil: number;
 }
 
 const scope = new AsyncLocalStorage<ReconcileScope>();
@@ -29,10 +36,31 @@ export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
 }
 
-/** Throws LeaseLostError when the running reconcile's signal was aborted. */
+/**
+ * Throws LeaseLostError when the running reconcile may no longer send anything: its signal was aborted,
+ * or its lease's send deadline has passed by the clock. The clock matters as much as the signal: the
+ * signal is aborted by a timer, and after a pause (GC, SIGSTOP, a blocked loop) Node runs I/O callbacks
+ * and microtasks before overdue timers, so a handler resuming from an awaited GET would otherwise see
+ * `aborted === false` and write on a lease that ran out while it slept (docs/kernel.md, "Effects").
+ */
 export function throwIfLeaseLost(what: string): void {
   const s = scope.getStore();
-  if (s?.signal.aborted) throw new LeaseLostError(`${what}: not sent, the reconcile lost its claim (${String(s.signal.reason ?? 'aborted')})`);
+  if (!s) return;
+  if (s.signal.aborted) throw new LeaseLostError(`${what}: not sent, the reconcile lost its claim (${String(s.signal.reason ?? 'aborted')})`);
+  const late = Date.now() - s.sendBy;
+  if (late >= 0) throw new LeaseLostError(`${what}: not sent, the reconcile's lease ran out ${late} ms ago by this process's clock`);
+}
+
+/**
+ * How long a request sent now on behalf of the running reconcile may wait for its answer: never past the
+ * lease's end, so a handler does not act on an answer that came after its claim could have moved on.
+ * `limitMs` when outside a reconcile (0 stays 0: no timeout).
+ */
+export function requestTimeoutMs(limitMs: number): number {
+  const s = scope.getStore();
+  if (!s) return limitMs;
+  const left = Math.max(1, s.aliveUntil - Date.now());
+  return limitMs > 0 ? Math.min(limitMs, left) : left;
 }
 
 /**

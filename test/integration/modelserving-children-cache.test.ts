@@ -98,7 +98,7 @@ describe('ModelServing children cache', () => {
     // The handler starts the process-wide cache inside a reconcile (runtime/reconcile-scope.ts); its
     // requests and Redis scripts must not inherit that reconcile's claim.
     const lost = new AbortController();
-    const started = await inReconcileScope({ signal: lost.signal, token: 'lost' }, async () => childrenCacheFor(sb.kc, sb.namespace));
+    const started = await inReconcileScope({ signal: lost.signal, token: 'lost', sendBy: Date.now() + 60_000, aliveUntil: Date.now() + 61_000 }, async () => childrenCacheFor(sb.kc, sb.namespace));
     lost.abort('lease lost');
     try {
       await waitFor('the cache started by a reconcile that lost its lease to list', 60_000, async () => started.ready());

@@ -151,7 +151,7 @@ describe('ops-lifecycle: deleteThroughLifecycle waits on a watch of the pod (sce
     const armedBefore = armedPodWakes();
     const lease = new AbortController();
     let changed: Promise<void> | undefined;
-    await inReconcileScope({ signal: lease.signal, token: 'test' }, async () => {
+    await inReconcileScope({ signal: lease.signal, token: 'test', sendBy: Date.now() + 600_000, aliveUntil: Date.now() + 601_000 }, async () => {
       changed = podChanged(sb.kc, planned, log, 300_000);
     });
     // The reconcile that asked loses its lease at once, while the watch's first LIST is in flight.
