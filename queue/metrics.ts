@@ -24,10 +24,50 @@ export class QueueMetrics {
   readonly activeWorkers: Gauge<'controller'>;
   readonly maxConcurrent: Gauge<'controller'>;
   private readonly depthSources = new Map<string, () => Promise<number>>();
+  /** Start times (ms) of the reconciles running now, per function: what the two in-progress gauges read. */
+  private readonly running = new Map<string, Set<{ startedAt: number }>>();
 
-  constructor(readonly registry: Registry) {
+  /** `now` is the clock the in-progress gauges read (a test's fake one). */
+  constructor(
+    readonly registry: Registry,
+    private readonly now: () => number = Date.now,
+  ) {
     const registers = [registry];
     const depthSources = this.depthSources;
+    const running = this.running;
+    const clock = now;
+    // client-go's in-progress gauges: a reconcile that hangs shows here long before it ends in
+    // workqueue_work_duration_seconds. Read at scrape time; a function that ran once keeps a 0 series.
+    new Gauge({
+      name: 'workqueue_unfinished_work_seconds',
+      help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+      labelNames: ['name', 'controller'],
+      registers,
+      collect() {
+        this.reset();
+        const at = clock();
+        for (const [name, set] of running) {
+          let sum = 0;
+          for (const r of set) sum += Math.max(0, at - r.startedAt);
+          this.set({ name, controller: name }, sum / 1000);
+        }
+      },
+    });
+    new Gauge({
+      name: 'workqueue_longest_running_processor_seconds',
+      help: 'How many seconds has the longest running processor for workqueue been running.',
+      labelNames: ['name', 'controller'],
+      registers,
+      collect() {
+        this.reset();
+        const at = clock();
+        for (const [name, set] of running) {
+          let oldest = at;
+          for (const r of set) oldest = Math.min(oldest, r.startedAt);
+          this.set({ name, controller: name }, Math.max(0, at - oldest) / 1000);
+        }
+      },
+    });
     new Gauge({
       name: 'workqueue_depth',
       help: 'Current depth of workqueue: keys waiting or delayed',
@@ -78,6 +118,25 @@ export class QueueMetrics {
     });
     this.activeWorkers = new Gauge({ name: 'controller_runtime_active_workers', help: 'Number of currently used workers per controller', labelNames: ['controller'], registers });
     this.maxConcurrent = new Gauge({ name: 'controller_runtime_max_concurrent_reconciles', help: 'Maximum number of concurrent reconciles per controller', labelNames: ['controller'], registers });
+  }
+
+  /**
+   * A reconcile of `controller` starts: counted in controller_runtime_active_workers and in the two
+   * in-progress gauges until the returned function is called (once; later calls do nothing).
+   */
+  startProcessing(controller: string): () => void {
+    const entry = { startedAt: this.now() };
+    let set = this.running.get(controller);
+    if (!set) this.running.set(controller, (set = new Set()));
+    set.add(entry);
+    this.activeWorkers.inc({ controller });
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      set.delete(entry);
+      this.activeWorkers.dec({ controller });
+    };
   }
 
   /** Registers how to read a queue's depth when /metrics is scraped. */

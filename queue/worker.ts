@@ -255,7 +255,8 @@ export class KeyedWorker {
       (child ??= this.log.child({ key, reconcileId, fencingToken: verdict.token, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }));
     const startedAt = Date.now();
     m?.queueDuration.observe(labels, Math.max(0, startedAt - job.timestamp - (job.opts.delay ?? 0)) / 1000);
-    m?.activeWorkers.inc({ controller: this.name });
+    // controller_runtime_active_workers and the in-progress gauges (workqueue_unfinished_work_seconds, …).
+    const processed = m?.startProcessing(this.name);
     let outcome: 'success' | 'terminal' | 'error' | 'requeue' = 'success';
     let requeueAfterMs = 0;
     let failure: unknown;
@@ -286,7 +287,7 @@ export class KeyedWorker {
     } finally {
       lease.stop();
       this.leases.delete(jobId);
-      m?.activeWorkers.dec({ controller: this.name });
+      processed?.();
     }
     const seconds = (Date.now() - startedAt) / 1000;
     m?.workDuration.observe(labels, seconds);

@@ -350,7 +350,7 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
       runScript(opts.redis, RENEW, [leaseKey], [reconcileId, String(leaseMs)]).catch((err: unknown) => log.warn({ err: String(err) }, 'could not renew the key lease'));
     }, Math.max(100, Math.floor(leaseMs / 3)));
 
-    opts.metrics?.activeWorkers.inc({ controller: fn });
+    const processed = opts.metrics?.startProcessing(fn);
     const startedAt = Date.now();
     try {
       const result = await opts.run({ key, reason: `${reason} (${mode})`, log, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) });
@@ -376,7 +376,7 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
     } finally {
       clearInterval(renew);
       await runScript(opts.redis, RELEASE, [leaseKey], [reconcileId]).catch((err: unknown) => log.warn({ err: String(err) }, 'could not release the key lease; it expires by itself'));
-      opts.metrics?.activeWorkers.dec({ controller: fn });
+      processed?.();
     }
   }
 
