@@ -6,6 +6,7 @@ import { ConnectivityError } from '../runtime/errors.js';
 import { dropPooledFetchOptions, pooledFetchOptions, pooledHeaders } from './connection-pool.js';
 import { currentReconcile, requestTimeoutMs, throwIfLeaseLost } from '../runtime/reconcile-scope.js';
 import { statusSchema } from './object.js';
+import { observedKubeRequest } from './request-metrics.js';
 
 /**
  * How long one API request may take, headers and body together. Node's http client sets no timeout, and a
@@ -141,7 +142,8 @@ async function send(kc: KubeConfig, url: URL, path: string, req: RawRequest): Pr
   claim?.addEventListener('abort', onCallerAbort, { once: true });
   try {
     const agent = init.agent instanceof http.Agent ? init.agent : undefined;
-    const answer = await exchange(url, { method, headers, agent, signal: abort.signal }, body);
+    // Counted and timed (rest_client_* metrics) when the process turned them on: kube/request-metrics.ts.
+    const answer = await observedKubeRequest(kc, method, url, () => exchange(url, { method, headers, agent, signal: abort.signal }, body));
     if (answer.status === 401) dropPooledFetchOptions(kc, init);
     return answer;
   } catch (err) {
