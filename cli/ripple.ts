@@ -16,6 +16,7 @@ import { livenessProblems, readinessProblems, type HealthSources } from '../ops/
 import { registerHealthMetrics } from '../ops/health-metrics.js';
 import { registerObjectPhases } from '../ops/object-phases.js';
 import { kubeRequest } from '../kube/raw.js';
+import { instrumentKubeRequests } from '../kube/request-metrics.js';
 import { Resources } from '../kube/resources.js';
 import { modelServingRoleStatusReader } from '../functions/reconcile-modelserving/role-status-reader.js';
 import { opsApp, startOpsServer } from '../ops/server.js';
@@ -170,6 +171,7 @@ async function main(): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const metrics = new QueueMetrics(registry);
+  instrumentKubeRequests(kc, registry);
   const namespace = config.RIPPLE_WATCH_NAMESPACE;
   // Function metrics (wva_*) are global values read from Redis: only the processes serving the ops
   // control surface export them, so summing a metric over pods does not count it once per pod.
