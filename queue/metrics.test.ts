@@ -57,3 +57,15 @@ describe('QueueMetrics: the in-progress gauges (client-go workqueue names)', () 
     expect(await sample(registry, 'workqueue_unfinished_work_seconds{name="a",controller="a"}')).toBe(2);
   });
 });
+
+describe('QueueMetrics: series that exist before the first reconcile', () => {
+  it("a tracked queue's reconcile counters start at zero, so increase() counts the first reconcile", async () => {
+    const registry = new Registry();
+    const m = new QueueMetrics(registry);
+    m.trackDepth('fn', async () => 0);
+    for (const result of ['success', 'error', 'requeue_after']) expect(await sample(registry, `controller_runtime_reconcile_total{controller="fn",result="${result}"}`)).toBe(0);
+    expect(await sample(registry, 'controller_runtime_reconcile_errors_total{controller="fn"}')).toBe(0);
+    m.reconcileTotal.inc({ controller: 'fn', result: 'success' });
+    expect(await sample(registry, 'controller_runtime_reconcile_total{controller="fn",result="success"}')).toBe(1);
+  });
+});

@@ -142,5 +142,10 @@ export class QueueMetrics {
   /** Registers how to read a queue's depth when /metrics is scraped. */
   trackDepth(name: string, depth: () => Promise<number>): void {
     this.depthSources.set(name, depth);
+    // Zero series from the start, as controller-runtime initialises them: a counter that appears at its
+    // first reconcile shows no increase() for it, so a short-lived worker pod (KEDA, Knative) whose few
+    // reconciles were all "first" would look idle to RippleQueueNotDraining (infra/alerts).
+    for (const result of ['success', 'error', 'requeue_after'] as const) this.reconcileTotal.inc({ controller: name, result }, 0);
+    this.reconcileErrors.inc({ controller: name }, 0);
   }
 }
