@@ -12,6 +12,8 @@ import { ADMIN_DASHBOARD_PATH, DASHBOARD_PATH, mountDashboards } from './dashboa
 import { backlogOf, jobCounts, registerJobCounts } from './queue-counts.js';
 import { resyncRoutes, type ResyncHost } from './resync.js';
 import { BadContinueToken } from './scan-page.js';
+import { OBJECTS_API_PATH, OBJECTS_PATH, objectRoutes } from './object-routes.js';
+import type { ObjectSources } from './object-view.js';
 import { opsStatus, type ProcessStatus } from './status.js';
 import type { RoleStatusReader } from './role-status.js';
 
@@ -26,6 +28,8 @@ export interface OpsControl {
   log: Logger;
   /** This process's watches, Lease and workers for `GET /api/status` (`ripple status`). */
   process?: ProcessStatus;
+  /** The functions' readers behind the object view (/objects); without them the view is not served. */
+  objects?: ObjectSources;
 }
 
 export interface OpsAppOptions {
@@ -87,6 +91,7 @@ export function opsApp(opts: OpsAppOptions): Hono {
         status: '/api/status',
         roles: ['/api/roles', '/api/roles/:namespace/:name'],
         dashboard: DASHBOARD_PATH,
+        ...(control.objects ? { objects: [OBJECTS_PATH, `${OBJECTS_API_PATH}/{modelservings,variantautoscalings,pods,failures}`] } : {}),
         adminDashboard: `${ADMIN_DASHBOARD_PATH} (token)`,
         resync: ['POST /api/resync', 'POST /api/resync/:function', 'POST /api/resync/:function/:namespace/:name'],
       },
@@ -130,6 +135,11 @@ export function opsApp(opts: OpsAppOptions): Hono {
   app.route('/api/resync', resyncRoutes(control.host, control.log));
 
   mountDashboards(app, queues, control.token);
+  if (control.objects) {
+    const objects = objectRoutes({ sources: control.objects, roles: control.roles, queues: () => control.host.allQueues() });
+    app.route(OBJECTS_API_PATH, objects.api);
+    app.route(OBJECTS_PATH, objects.page);
+  }
   return app;
 }
 
