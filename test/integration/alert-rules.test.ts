@@ -51,6 +51,25 @@ describe('alert rules: promtool', () => {
     const alerts = plain.groups.flatMap((g) => g.rules.flatMap((r) => (r.alert ? [r.alert] : [])));
     expect(alerts.sort()).toEqual(['RippleLeaderLost', 'RippleObjectDegraded', 'RippleObjectFailed', 'RippleQueueNotDraining', 'RippleReconcileErrors', 'RippleRedisUnreachable', 'RippleWatchDown']);
   });
+
+  it("every alert's runbook_url points at its own section of docs/runbooks.md", () => {
+    const plain = rulesSchema.parse(parse(readFileSync(RULES, 'utf8')));
+    // GitHub's anchors: the heading lower-cased.
+    const anchors = new Set([...readFileSync(path.join(root, 'docs/runbooks.md'), 'utf8').matchAll(/^## (\w+)$/gm)].map((m) => m[1]!.toLowerCase()));
+    const alerts = plain.groups.flatMap((g) => g.rules.filter((r) => r.alert));
+    expect(alerts.length).toBe(7);
+    for (const r of alerts) {
+      const url = z.object({ annotations: z.object({ runbook_url: z.string() }).passthrough() }).passthrough().parse(r).annotations.runbook_url;
+      expect(url, r.alert).toBe(`https://github.com/ripple-dev/ripple/blob/main/docs/runbooks.md#${r.alert!.toLowerCase()}`);
+      expect(anchors, r.alert).toContain(r.alert!.toLowerCase());
+    }
+  });
+
+  it('promtool test rules covers scaled and serverless series shapes, not only all-in-one', () => {
+    const names = z.object({ tests: z.array(z.object({ name: z.string() }).passthrough()) }).parse(parse(readFileSync(RULES_TEST, 'utf8'))).tests.map((t) => t.name);
+    expect(names.filter((n) => n.startsWith('scaled:')).length).toBeGreaterThanOrEqual(4);
+    expect(names.filter((n) => n.startsWith('serverless:')).length).toBeGreaterThanOrEqual(1);
+  });
 });
 
 describe('alert rules: fired by a real Prometheus from a running ripple', () => {
