@@ -9,6 +9,7 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { allFunctions } from '../functions/index.js';
 import { runWebhookCommand } from './webhook.js';
+import { runRolloutCommand } from './rollout.js';
 import { rippleVersion } from './version.js';
 import { CLIENT_COMMANDS, CLIENT_USAGE, runClientCommand } from './ops-client.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
@@ -45,6 +46,7 @@ const USAGE = `usage: ripple <${MODES.join('|')}> [options]     (mode also from 
   ops        the ops server alone: dashboard, manual resync, queue metrics, role datastore
   serve      one function (--function NAME) as an HTTP service on PORT (default 8080): Knative, OpenFaaS
   webhook    admission webhooks over HTTPS, registered on the cluster (ripple webhook --help)
+  rollout    history|undo modelserving/NAME: ModelServing rollback (ripple rollout --help)
   --version  print Ripple's version (also -V)
 
 Cluster (default: the local sandbox, never your current kube-context):
@@ -97,6 +99,8 @@ async function main(): Promise<void> {
   // webhook: the admission webhook server, with options of its own (cli/webhook.ts); no Redis, no queues.
   // RIPPLE_MODE=webhook: a platform that runs the image without arguments (OpenFaaS).
   if (process.argv[2] === 'webhook') return runWebhookCommand(process.argv.slice(3));
+  // rollout: a kubectl-like client of the API server (cli/rollout.ts); starts nothing.
+  if (process.argv[2] === 'rollout') return void console.log(await runRolloutCommand(process.argv.slice(3)));
   // In function mode: the other mode generates certificates and registers itself, which a platform's function cannot.
   // A value the schema refuses falls through to loadProcessConfig, which says what is wrong with it.
   if (process.argv[2] === undefined && processConfigSchema.shape.RIPPLE_MODE.safeParse(process.env.RIPPLE_MODE || undefined).data === 'webhook') {
