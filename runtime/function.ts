@@ -1,4 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { StateWriter } from '../queue/fenced-write.js';
 import type { RedisClient } from '../queue/connection.js';
 import type { Registry } from 'prom-client';
 import type { KubeObject } from '../kube/object.js';
@@ -44,7 +45,13 @@ export interface HandlerContext {
   /** The claim's fencing token (queue/fence.ts), for state a handler writes with a fenced script. */
   token: string;
   kc: KubeConfig;
+  /**
+   * For reads. Handler state is written through `state`, never with this client directly: a write it
+   * queued while cut off from Redis would land on reconnect, after a newer claim (docs/kernel.md, "Effects").
+   */
   redis: RedisClient;
+  /** Writes handler state on behalf of this claim, refused inside Redis once the claim is not the key's. */
+  state: StateWriter;
   /** Prefix for every Redis key a handler writes. */
   prefix: string;
   log: Logger;

@@ -1,4 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
+import { fencedStateWriter, plainStateWriter } from '../queue/fenced-write.js';
 import { createRedis, type RedisClient } from '../queue/connection.js';
 import { listSchema } from '../kube/object.js';
 import { isStatus, kubeRequest } from '../kube/raw.js';
@@ -101,7 +102,7 @@ export class FunctionHost {
   runHandler(def: FunctionDefinition, info: Pick<ReconcileInfo, 'key' | 'reason' | 'log'> & Partial<Pick<ReconcileInfo, 'token' | 'signal' | 'minResourceVersion'>>): Promise<ReconcileOutcome | void> {
     const woken = info.minResourceVersion !== undefined ? { minResourceVersion: info.minResourceVersion } : {};
     // The worker builds the reconcile's logger and signal on first use; so does the context (see context()).
-    return def.reconcile({ key: info.key, reason: info.reason, ...parseObjectKey(info.key), ...woken }, this.context(() => info.log, info));
+    return def.reconcile({ key: info.key, reason: info.reason, ...parseObjectKey(info.key), ...woken }, this.context(() => info.log, info, def.name));
   }
 
   /**
@@ -214,11 +215,16 @@ export class FunctionHost {
    * A handler's context; `claim` is the queue claim it runs under (none outside a worker: never aborted). `log`
    * may be given as a function: it is then called when the handler first logs, and the claim's signal is
    * read when the handler first looks at it, so a reconcile that does neither builds neither (queue/worker.ts).
+   * With a key and a token, state writes are fenced by that claim of function `fn`; without, they are plain.
    */
-  context(log: Logger | (() => Logger), claim: Partial<Pick<ReconcileInfo, 'token' | 'signal'>> = {}): HandlerContext {
+  context(log: Logger | (() => Logger), claim: Partial<Pick<ReconcileInfo, 'token' | 'signal' | 'key'>> = {}, fn = 'unclaimed'): HandlerContext {
     const logger = typeof log === 'function' ? log : () => log;
     let unclaimed: AbortSignal | undefined;
     return {
+      state:
+        claim.token && claim.key !== undefined
+          ? fencedStateWriter(this.redis, this.prefix, fn, claim.key, claim.token)
+          : plainStateWriter(this.redis, this.prefix, fn),
       get signal() {
         return claim.signal ?? (unclaimed ??= new AbortController().signal);
       },

@@ -205,7 +205,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
   const woken = new Set(fromZero.decisions.map((d) => d.key));
   const inactive = leftOut.filter((i) => !woken.has(i.key));
 
-  const forgotten = await storeCycleDecisions(ctx.redis, ctx.prefix, decisions, new Set(allKeys), inactive, now.toISOString(), storedDecisionKeys);
+  const forgotten = await storeCycleDecisions(ctx, decisions, new Set(allKeys), inactive, now.toISOString(), storedDecisionKeys);
 
   const record: CycleRecord = {
     at: now.toISOString(),
@@ -229,7 +229,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
     limiter: result.limiter,
     ...(unreadable.size > 0 ? { unreadableNamespaces: Object.fromEntries(unreadable) } : {}),
   };
-  await storeCycleRecord(ctx.redis, ctx.prefix, record);
+  await storeCycleRecord(ctx, record);
   logCycle(ctx, names, record, forgotten);
 
   // Every VA, valid or not: this is also the function's resync, so a missed event heals within one tick.

@@ -36,7 +36,7 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
   } catch (err) {
     if (isStatus(err, 404)) {
       // Deleted (VA Delete events are blocked; the tick brings us here): nothing of it may stay exported.
-      await forgetVariant(ctx.redis, ctx.prefix, req.key);
+      await forgetVariant(ctx, req.key);
       return;
     }
     throw err;
@@ -47,7 +47,7 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
   if (!belongsToInstance(object, names.controllerInstance)) {
     // Moved to another controller instance (or never ours): nothing of it may stay exported here,
     // or an HPA summing over instances would count it twice (issue 14 scenario 4).
-    await forgetVariant(ctx.redis, ctx.prefix, req.key);
+    await forgetVariant(ctx, req.key);
     return;
   }
 
@@ -74,7 +74,7 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
   let inactive: InactiveRecord | undefined;
   if (!target.found) {
     // Seed 003 example 3: metrics cleared at once, and no stale decision re-applied if the Deployment returns.
-    await forgetVariant(ctx.redis, ctx.prefix, req.key);
+    await forgetVariant(ctx, req.key);
   } else if (deployment) {
     decision = await readDecision(ctx.redis, ctx.prefix, req.key);
     // A decision for another target (scaleTargetRef edited, or the Deployment recreated since the
@@ -88,7 +88,7 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
       if (inactive && !inactiveStillApplies(inactive.reason, deployment)) inactive = undefined;
     }
     if (decision) {
-      await publishSeries(ctx.redis, ctx.prefix, req.key, {
+      await publishSeries(ctx, req.key, {
         variantName: ref.name,
         namespace,
         accelerator: decision.accelerator,
@@ -103,7 +103,7 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
       // At 0 replicas (by hand, or by scale-to-zero and the HPA): its old desired must not bring it
       // back (issue 14 scenario 3), and no series at all would make KEDA fall back to its fallback
       // replicas. Desired 0 keeps it where it is.
-      await publishSeries(ctx.redis, ctx.prefix, req.key, {
+      await publishSeries(ctx, req.key, {
         variantName: ref.name,
         namespace,
         // The cycle's choice first, so the two writers of this series never disagree on its labels.
@@ -113,7 +113,7 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
       });
     } else {
       // Left out of the last cycle (a duplicate), or not decided yet: nothing is published for HPA/KEDA.
-      await unpublishSeries(ctx.redis, ctx.prefix, req.key);
+      await unpublishSeries(ctx, req.key);
       if (inactive === undefined) await requestFirstCycle(ctx, req.key, deployment.uid);
     }
   }

@@ -7,7 +7,12 @@ import type { RedisClient } from '../../queue/connection.js';
 import { z } from 'zod';
 import { parseJson } from '../../kube/json.js';
 import { parseVariantDecision, type VariantDecision } from './saturation/decision.js';
+import type { StateWrite } from '../../queue/fenced-write.js';
+import type { HandlerContext } from '../../runtime/function.js';
 import { stateKeys } from './keys.js';
+
+/** What the state's writers use: reads on the client, writes fenced by the running claim (ctx.state). */
+export type StateIO = Pick<HandlerContext, 'redis' | 'state' | 'prefix'>;
 
 export const seriesRecordSchema = z.object({
   /** The scale target's name: HPA/KEDA selectors match `variant_name` on it (as WVA v0.5.0 does). */
@@ -54,8 +59,7 @@ export async function readInactive(redis: RedisClient, prefix: string, vaKey: st
  * could not be read this cycle) are left as they are.
  */
 export async function storeCycleDecisions(
-  redis: RedisClient,
-  prefix: string,
+  { redis, state, prefix }: StateIO,
   decisions: readonly VariantDecision[],
   existingVaKeys: ReadonlySet<string>,
   inactive: ReadonlyArray<{ key: string; reason: string; message: string; zeroSeries?: Omit<SeriesRecord, 'desired' | 'validUntil'> }> = [],
@@ -71,39 +75,40 @@ export async function storeCycleDecisions(
     redis.hkeys(keys.inactive),
   ]);
   const gone = [...new Set([...known, ...published, ...left])].filter((k) => !existingVaKeys.has(k));
-  const tx = redis.multi();
-  for (const d of decisions) tx.hset(keys.decisions, d.key, JSON.stringify(d));
-  if (decisions.length > 0) tx.hdel(keys.inactive, ...decisions.map((d) => d.key));
+  // One fenced write: a cycle cut off from Redis whose writes arrive after a newer cycle's claim changes nothing.
+  const tx: StateWrite[] = [];
+  for (const d of decisions) tx.push({ command: 'HSET', key: keys.decisions, args: [d.key, JSON.stringify(d)] });
+  if (decisions.length > 0) tx.push({ command: 'HDEL', key: keys.inactive, args: decisions.map((d) => d.key) });
   for (const i of inactive) {
-    tx.hset(keys.inactive, i.key, JSON.stringify({ reason: i.reason, message: i.message, at, ...(i.zeroSeries ? { accelerator: i.zeroSeries.accelerator } : {}) }));
-    if (i.zeroSeries) tx.hset(keys.series, i.key, JSON.stringify(seriesRecordSchema.parse({ ...i.zeroSeries, desired: 0 })));
+    tx.push({ command: 'HSET', key: keys.inactive, args: [i.key, JSON.stringify({ reason: i.reason, message: i.message, at, ...(i.zeroSeries ? { accelerator: i.zeroSeries.accelerator } : {}) })] });
+    if (i.zeroSeries) tx.push({ command: 'HSET', key: keys.series, args: [i.key, JSON.stringify(seriesRecordSchema.parse({ ...i.zeroSeries, desired: 0 }))] });
   }
   const silenced = [...gone, ...inactive.filter((i) => !i.zeroSeries).map((i) => i.key)];
   const undecided = inactive.filter((i) => i.zeroSeries).map((i) => i.key);
-  if (undecided.length > 0) tx.hdel(keys.decisions, ...undecided);
+  if (undecided.length > 0) tx.push({ command: 'HDEL', key: keys.decisions, args: undecided });
   if (silenced.length > 0) {
-    tx.hdel(keys.decisions, ...silenced);
-    tx.hdel(keys.series, ...silenced);
+    tx.push({ command: 'HDEL', key: keys.decisions, args: silenced });
+    tx.push({ command: 'HDEL', key: keys.series, args: silenced });
   }
-  if (gone.length > 0) tx.hdel(keys.inactive, ...gone);
-  await tx.exec();
+  if (gone.length > 0) tx.push({ command: 'HDEL', key: keys.inactive, args: gone });
+  await state.write(tx);
   return gone;
 }
 
 /** The VA's gauges now show this. */
-export async function publishSeries(redis: RedisClient, prefix: string, vaKey: string, record: SeriesRecord): Promise<void> {
-  await redis.hset(stateKeys(prefix).series, vaKey, JSON.stringify(seriesRecordSchema.parse(record)));
+export async function publishSeries({ state, prefix }: StateIO, vaKey: string, record: SeriesRecord): Promise<void> {
+  await state.write([{ command: 'HSET', key: stateKeys(prefix).series, args: [vaKey, JSON.stringify(seriesRecordSchema.parse(record))] }]);
 }
 
 /** The target is gone (or the VA is): its decision and its series go, so nothing stale is exported or re-applied. */
-export async function forgetVariant(redis: RedisClient, prefix: string, vaKey: string): Promise<void> {
+export async function forgetVariant({ state, prefix }: StateIO, vaKey: string): Promise<void> {
   const keys = stateKeys(prefix);
-  await redis.multi().hdel(keys.decisions, vaKey).hdel(keys.series, vaKey).hdel(keys.inactive, vaKey).exec();
+  await state.write([keys.decisions, keys.series, keys.inactive].map((key) => ({ command: 'HDEL', key, args: [vaKey] })));
 }
 
 /** Only the gauges go (the VA is left out of cycles; its reason stays for its status). */
-export async function unpublishSeries(redis: RedisClient, prefix: string, vaKey: string): Promise<void> {
-  await redis.hdel(stateKeys(prefix).series, vaKey);
+export async function unpublishSeries({ state, prefix }: StateIO, vaKey: string): Promise<void> {
+  await state.write([{ command: 'HDEL', key: stateKeys(prefix).series, args: [vaKey] }]);
 }
 
 /**
@@ -161,8 +166,8 @@ export const cycleRecordSchema = z.object({
 });
 export type CycleRecord = z.infer<typeof cycleRecordSchema>;
 
-export async function storeCycleRecord(redis: RedisClient, prefix: string, record: CycleRecord): Promise<void> {
-  await redis.set(stateKeys(prefix).lastCycle, JSON.stringify(record));
+export async function storeCycleRecord({ state, prefix }: StateIO, record: CycleRecord): Promise<void> {
+  await state.write([{ command: 'SET', key: stateKeys(prefix).lastCycle, args: [JSON.stringify(record)] }]);
 }
 
 export async function readCycleRecord(redis: RedisClient, prefix: string): Promise<CycleRecord | undefined> {

@@ -3,7 +3,9 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { definition } from '../../functions/reconcile-autoscaler/definition.js';
+import { FUNCTION_NAME } from '../../functions/reconcile-autoscaler/keys.js';
 import { forgetVariant, publishSeries } from '../../functions/reconcile-autoscaler/state.js';
+import { plainStateWriter } from '../../queue/fenced-write.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, objectPath, Resources, type ResourceRef } from '../../kube/resources.js';
 import { parseObjectKey } from '../../queue/keys.js';
@@ -207,17 +209,19 @@ describe('reconcile-autoscaler triggers against real watch events (seed 003)', (
     const registry = new Registry();
     const env = { ...process.env, ...autoscalerEnv(sb) };
     const host = new FunctionHost({ kc: sb.kc, redisUrl: sb.redisUrl, prefix: sb.prefix, functions: [definition(env)], log, env, metrics: new QueueMetrics(registry) });
+    // Outside any claim, as another process's tooling would write: plain writes, no fence.
+    const stateIO = { redis: sb.redis, prefix: sb.prefix, state: plainStateWriter(sb.redis, sb.prefix, FUNCTION_NAME) };
     try {
       const labels = { variant_name: 'llama', namespace: sb.namespace, accelerator_type: 'A100' };
       expect(await registry.getSingleMetricAsString('wva_desired_replicas')).toContain('# TYPE wva_desired_replicas gauge');
       expect(await metricValue(registry, 'wva_desired_replicas', labels)).toBeUndefined();
       // Written by "another process": this process's registry shows it at the next scrape.
-      await publishSeries(sb.redis, sb.prefix, `${sb.namespace}/va-llama`, { variantName: 'llama', namespace: sb.namespace, accelerator: 'A100', current: 2, desired: 3 });
+      await publishSeries(stateIO, `${sb.namespace}/va-llama`, { variantName: 'llama', namespace: sb.namespace, accelerator: 'A100', current: 2, desired: 3 });
       expect(await metricValue(registry, 'wva_desired_replicas', labels)).toBe(3);
       expect(await metricValue(registry, 'wva_optimized_replicas', labels)).toBe(3);
       expect(await metricValue(registry, 'wva_current_replicas', labels)).toBe(2);
       expect(await metricValue(registry, 'wva_desired_ratio', labels)).toBe(1.5);
-      await forgetVariant(sb.redis, sb.prefix, `${sb.namespace}/va-llama`);
+      await forgetVariant(stateIO, `${sb.namespace}/va-llama`);
       expect(await metricValue(registry, 'wva_desired_replicas', labels)).toBeUndefined();
     } finally {
       await host.close();
