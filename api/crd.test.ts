@@ -37,7 +37,7 @@ describe('the ModelServing CRD', () => {
   const spec = root.properties?.spec as JSONSchemaProps;
   const role = spec.properties?.template?.properties?.roles?.items as JSONSchemaProps;
 
-  it('has the names, subresources and printer columns of Kthena', () => {
+  it('has the names, subresources and printer columns of Kthena, plus Phase and Ready', () => {
     expect(crd.metadata.name).toBe('modelservings.workload.serving.volcano.sh');
     expect(crd.spec.names).toEqual({ kind: 'ModelServing', listKind: 'ModelServingList', plural: 'modelservings', singular: 'modelserving' });
     expect(crd.spec.scope).toBe('Namespaced');
@@ -45,7 +45,8 @@ describe('the ModelServing CRD', () => {
       status: {},
       scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.labelSelector' },
     });
-    expect(version?.additionalPrinterColumns?.map((c) => c.name)).toEqual(['Replicas', 'Available', 'Updated', 'Age']);
+    expect(version?.additionalPrinterColumns?.map((c) => c.name)).toEqual(['Replicas', 'Available', 'Updated', 'Phase', 'Ready', 'Age']);
+    expect(version?.additionalPrinterColumns?.find((c) => c.name === 'Ready')?.jsonPath).toBe('.status.conditions[?(@.type=="Ready")].status');
   });
 
   it('is a structural schema', () => {
@@ -74,7 +75,7 @@ describe('the ModelServing CRD', () => {
     const rules = (n: JSONSchemaProps | undefined) => (n?.['x-kubernetes-validations'] ?? []).map((v) => v.message);
     expect(rules(spec.properties?.template?.properties?.roles)).toEqual(['role names must be unique']);
     expect(rules(role)).toEqual(['a workerTemplate with containers is required when workerReplicas is greater than 0']);
-    expect(rules(spec)).toHaveLength(3);
+    expect(rules(spec)).toHaveLength(4);
     expect(rules(spec.properties?.rolloutStrategy)).toHaveLength(1);
     expect(rules(spec.properties?.template?.properties?.gangPolicy?.properties?.minRoleReplicas)).toEqual([
       'minRoleReplicas cannot be changed once set',

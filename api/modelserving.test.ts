@@ -229,8 +229,16 @@ describe('parseModelServing', () => {
       expect(errorsOf(cfg({ partition: -1 }))).toEqual([
         'spec.rolloutStrategy.rollingUpdateConfiguration.partition: must be a non-negative integer',
       ]);
-      expect(errorsOf(cfg({ maxUnavailable: 0 }))).toEqual(['spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable: cannot be 0']);
-      expect(errorsOf(cfg({ maxUnavailable: '0%' }))).toEqual(['spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable: cannot be 0']);
+      const zero = 'spec.rolloutStrategy.rollingUpdateConfiguration.maxUnavailable: cannot be 0 unless maxSurge is greater than 0';
+      expect(errorsOf(cfg({ maxUnavailable: 0 }))).toEqual([zero]);
+      expect(errorsOf(cfg({ maxUnavailable: '0%' }))).toEqual([zero]);
+      expect(errorsOf(cfg({ maxUnavailable: 0, maxSurge: 0 }))).toEqual([zero]);
+      // Kthena #1626: with a surge, maxUnavailable may be 0.
+      expect(errorsOf(cfg({ maxUnavailable: 0, maxSurge: 1 }))).toEqual([]);
+      expect(errorsOf(cfg({ maxUnavailable: '0%', maxSurge: '25%' }))).toEqual([]);
+      expect(errorsOf(cfg({ maxSurge: '120%' }))).toEqual([
+        'spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge: "120%" must be a non-negative integer or a percentage from 0% to 100%',
+      ]);
       // A percentage that rounds down to 0 for the current replicas is allowed: the scale subresource can
       // change replicas at any time, so the controller clamps it to 1 instead.
       expect(errorsOf(cfg({ maxUnavailable: '10%', partition: '50%' }))).toEqual([]);
@@ -256,10 +264,15 @@ describe('parseModelServing', () => {
         "spec.template.roles[0].maxUnavailable: 3 is greater than the role's replicas (2)",
       ]);
       expect(errorsOf(withSpec(rr, [role({ replicas: 4, maxUnavailable: '10%' })]))).toEqual([
-        'spec.template.roles[0].maxUnavailable: resolves to 0 for 4 replicas; use at least 1',
+        'spec.template.roles[0].maxUnavailable: resolves to 0 for 4 replicas and maxSurge is 0; use at least 1, or set a maxSurge',
       ]);
       // Ignored under ServingGroupRollingUpdate, as in Kthena.
       expect(errorsOf(withSpec({}, [role({ replicas: 2, maxUnavailable: 3 })]))).toEqual([]);
+      // Kthena #1626: a role surge allows maxUnavailable 0; the surge belongs to RoleRollingUpdate.
+      expect(errorsOf(withSpec(rr, [role({ replicas: 2, maxUnavailable: 0, maxSurge: 1 })]))).toEqual([]);
+      expect(errorsOf(withSpec({}, [role({ replicas: 2, maxSurge: 1 })]))).toEqual([
+        'spec.template.roles[0].maxSurge: applies only when spec.rolloutStrategy.type is RoleRollingUpdate; remove it or change the type',
+      ]);
     });
 
     it('accepts a role scaled to 0 with the default maxUnavailable (kthena#1749)', () => {

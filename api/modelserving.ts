@@ -41,6 +41,9 @@ const intOrPercent = (description: string) =>
       ],
     });
 
+/** CEL: an IntOrString field that is not literally 0 or "0%". */
+const nonZero = (field: string) => `(type(${field}) == string ? ${field} != '0%' : ${field} != 0)`;
+
 export const IntOrStringSchema = z.union([z.int(), z.string()]);
 export type IntOrString = z.infer<typeof IntOrStringSchema>;
 
@@ -108,6 +111,9 @@ export const RoleSchema = z
     maxUnavailable: intOrPercent(
       'RoleRollingUpdate only: how many instances of this role may be unavailable during an update (integer or percentage of role replicas, rounded down).',
     ).default(1),
+    maxSurge: intOrPercent(
+      'RoleRollingUpdate only: how many instances of this role may be created above its replicas during an update (integer or percentage of role replicas, rounded up; default 0). With a surge, maxUnavailable may be 0.',
+    ).optional(),
     partition: intOrPercent(
       'RoleRollingUpdate only: instances with an index below this value keep their revision (integer or percentage of role replicas, rounded up).',
     ).optional(),
@@ -182,6 +188,9 @@ export const RollingUpdateConfigurationSchema = z
     maxUnavailable: intOrPercent(
       'How many ServingGroups may be unavailable during an update (integer or percentage of replicas, rounded down).',
     ).default(1),
+    maxSurge: intOrPercent(
+      'How many ServingGroups may be created above replicas during an update (integer or percentage of replicas, rounded up; default 0). With a surge, maxUnavailable may be 0.',
+    ).optional(),
     partition: intOrPercent(
       'ServingGroups with an ordinal below this value keep their revision (integer or percentage of replicas, rounded up).',
     ).optional(),
@@ -189,8 +198,8 @@ export const RollingUpdateConfigurationSchema = z
   .meta({
     'x-kubernetes-validations': [
       {
-        rule: "type(self.maxUnavailable) == string ? self.maxUnavailable != '0%' : self.maxUnavailable != 0",
-        message: 'maxUnavailable cannot be 0',
+        rule: `${nonZero('self.maxUnavailable')} || (has(self.maxSurge) && ${nonZero('self.maxSurge')})`,
+        message: 'maxUnavailable cannot be 0 unless maxSurge is greater than 0',
       },
     ],
   });
@@ -241,6 +250,13 @@ export const ModelServingSpecSchema = z
     template: ServingGroupTemplateSchema,
     rolloutStrategy: RolloutStrategySchema.optional(),
     recoveryPolicy: RecoveryPolicySchema.default('RoleRecreate'),
+    revisionHistoryLimit: z
+      .int32()
+      .min(0)
+      .default(10)
+      .describe(
+        'How many old revisions (ControllerRevisions no pod uses and that are neither current nor update) are kept for rollback; older ones are pruned. Default 10.',
+      ),
   })
   .meta({
     'x-kubernetes-validations': [
@@ -256,8 +272,13 @@ export const ModelServingSpecSchema = z
       {
         rule:
           `!(${ROLE_ROLLING}) || self.template.roles.all(r, !has(r.maxUnavailable) || r.replicas == 0 || ` +
-          `type(r.maxUnavailable) == string || (r.maxUnavailable >= 1 && r.maxUnavailable <= r.replicas))`,
-        message: "a role's maxUnavailable must be between 1 and the role's replicas",
+          `type(r.maxUnavailable) == string || (r.maxUnavailable <= r.replicas && ` +
+          `(r.maxUnavailable >= 1 || (has(r.maxSurge) && ${nonZero('r.maxSurge')}))))`,
+        message: "a role's maxUnavailable must be between 1 (0 with a maxSurge) and the role's replicas",
+      },
+      {
+        rule: `(${ROLE_ROLLING}) || self.template.roles.all(r, !has(r.maxSurge))`,
+        message: 'a role maxSurge applies only when rolloutStrategy.type is RoleRollingUpdate',
       },
     ],
   });
@@ -307,6 +328,12 @@ export const ModelServingStatusSchema = z.object({
   availableReplicas: z.int32().optional().describe('ServingGroups whose pods are all running and ready.'),
   currentRevision: z.string().optional(),
   updateRevision: z.string().optional(),
+  collisionCount: z
+    .int32()
+    .optional()
+    .describe(
+      'Bumped when the name of the update revision\'s ControllerRevision is already taken by different data (a hash collision); it is mixed into the revision hash, as in a StatefulSet.',
+    ),
   conditions: z.array(ConditionSchema).optional(),
   labelSelector: z.string().optional().describe('Selects exactly one pod per ServingGroup (for the scale subresource).'),
   roles: z
@@ -488,6 +515,11 @@ export function semanticErrors(ms: ModelServing): string[] {
         }
       }
     }
+    const surgeErr = intOrPercentError(role.maxSurge);
+    if (surgeErr) errors.push(`${at}.maxSurge: ${surgeErr}`);
+    if (role.maxSurge !== undefined && !roleRolling) {
+      errors.push(`${at}.maxSurge: applies only when spec.rolloutStrategy.type is RoleRollingUpdate; remove it or change the type`);
+    }
     const partitionErr = intOrPercentError(role.partition);
     if (partitionErr) errors.push(`${at}.partition: ${partitionErr}`);
     if (role.partition !== undefined && !roleRolling) {
@@ -500,7 +532,10 @@ export function semanticErrors(ms: ModelServing): string[] {
       // against it: Kthena rejects `replicas: 0` with the default maxUnavailable=1 (kthena#1749).
       else if (role.replicas > 0) {
         const mu = resolveIntOrPercent(role.maxUnavailable, role.replicas, false) ?? 0;
-        if (mu === 0) errors.push(`${at}.maxUnavailable: resolves to 0 for ${role.replicas} replicas; use at least 1`);
+        const surge = role.maxSurge === undefined ? 0 : (resolveIntOrPercent(role.maxSurge, role.replicas, true) ?? 0);
+        if (mu === 0 && surge === 0) {
+          errors.push(`${at}.maxUnavailable: resolves to 0 for ${role.replicas} replicas and maxSurge is 0; use at least 1, or set a maxSurge`);
+        }
         else if (mu > role.replicas) {
           errors.push(`${at}.maxUnavailable: ${mu} is greater than the role's replicas (${role.replicas})`);
         }
@@ -516,7 +551,11 @@ export function semanticErrors(ms: ModelServing): string[] {
     }
     const muErr = intOrPercentError(ru.maxUnavailable);
     if (muErr) errors.push(`${at}.maxUnavailable: ${muErr}`);
-    else if (ru.maxUnavailable === 0 || ru.maxUnavailable === '0%') errors.push(`${at}.maxUnavailable: cannot be 0`);
+    else if ((ru.maxUnavailable === 0 || ru.maxUnavailable === '0%') && (ru.maxSurge === undefined || ru.maxSurge === 0 || ru.maxSurge === '0%')) {
+      errors.push(`${at}.maxUnavailable: cannot be 0 unless maxSurge is greater than 0`);
+    }
+    const sErr = intOrPercentError(ru.maxSurge);
+    if (sErr) errors.push(`${at}.maxSurge: ${sErr}`);
     const pErr = intOrPercentError(ru.partition);
     if (pErr) errors.push(`${at}.partition: ${pErr}`);
   }
@@ -569,6 +608,9 @@ export const MODEL_SERVING_CRD: CrdOptions = {
           jsonPath: '.status.updatedReplicas',
           description: 'Number of serving groups updated to the latest revision',
         },
+        // Ripple's unified status (seed 002): what `kubectl get` users ask for (kthena has no such column).
+        { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Summary of the conditions (Pending, Starting, Ready, Degraded, Failed)' },
+        { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'The Ready condition' },
         { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
       ],
     },

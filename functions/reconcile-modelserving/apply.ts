@@ -89,6 +89,7 @@ type Stage = 'delete' | 'revision' | 'podGroup' | 'create' | 'cleanup';
 function stageOf(a: Action, seenCreate: boolean): Stage {
   switch (a.kind) {
     case 'createControllerRevision':
+    case 'renumberControllerRevision':
       return 'revision';
     case 'createPodGroup':
     case 'updatePodGroup':
@@ -175,6 +176,16 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
     switch (a.kind) {
       case 'createControllerRevision':
         await create(kc, Resources.controllerRevision, namespace, a.object, undefined, to('controllerrevisions'));
+        return {};
+      case 'renumberControllerRevision':
+        // `data` is immutable, `revision` is not; the resourceVersion read is the precondition (409: plan again).
+        opts.written?.note('controllerrevisions', versionOf(
+          await kubeRequest(kc, objectPath(Resources.controllerRevision, namespace, a.name), {
+            method: 'PATCH',
+            body: { metadata: { resourceVersion: a.resourceVersion }, revision: a.revision },
+            contentType: 'application/merge-patch+json',
+          }),
+        ));
         return {};
       case 'createPodGroup':
         await create(kc, Resources.podGroup, namespace, a.podGroup);

@@ -10,6 +10,8 @@ import type { PodGroupObject, PodGroupSpec } from './gang.js';
 export type Action =
   | { kind: 'createControllerRevision'; object: V1ControllerRevision; reason: string }
   | { kind: 'deleteControllerRevision'; name: string; uid: string; reason: string }
+  /** A revision that becomes the update revision again (a rollback) takes the next number, as a StatefulSet's does. */
+  | { kind: 'renumberControllerRevision'; name: string; resourceVersion: string; revision: number; reason: string }
   | { kind: 'createPodGroup'; podGroup: PodGroupObject; reason: string }
   | { kind: 'updatePodGroup'; name: string; uid: string; spec: PodGroupSpec; reason: string }
   | { kind: 'deletePodGroup'; name: string; uid: string; reason: string }

@@ -15,13 +15,20 @@ export function resolvePartition(value: IntOrString | undefined, replicas: numbe
 }
 
 /**
- * An absolute maxUnavailable: percentages of `replicas` round down. A value that resolves to 0 with
- * replicas > 0 (e.g. 10% of 5) becomes 1, as a Deployment does, so a rollout can always progress;
+ * An absolute maxUnavailable: percentages of `replicas` round down. Without a surge, a value that
+ * resolves to 0 with replicas > 0 (e.g. 10% of 5) becomes 1, as a Deployment does, so a rollout can always progress;
  * Kthena's webhook rejects such specs, but the scale subresource can create them at any time.
  */
-export function resolveMaxUnavailable(value: IntOrString, replicas: number): number {
+export function resolveMaxUnavailable(value: IntOrString, replicas: number, surge = 0): number {
   const n = Math.max(0, resolveIntOrPercent(value, replicas, false) ?? 1);
-  return replicas > 0 ? Math.max(1, n) : n;
+  // With a surge, 0 is allowed (Kthena #1626): the surge replicas are what lets the rollout progress.
+  return replicas > 0 && surge === 0 ? Math.max(1, n) : n;
+}
+
+/** An absolute maxSurge (Kthena #1626): percentages of `replicas` round up; unset is 0. */
+export function resolveMaxSurge(value: IntOrString | undefined, replicas: number): number {
+  if (value === undefined) return 0;
+  return Math.max(0, resolveIntOrPercent(value, replicas, true) ?? 0);
 }
 
 export interface RevisionChoice {

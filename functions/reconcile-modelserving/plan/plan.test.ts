@@ -95,7 +95,7 @@ describe('creating a ModelServing', () => {
 });
 
 describe('lifecycle: image change rolls every group', () => {
-  it('replaces groups one by one, then cleans the old revision up', () => {
+  it('replaces groups one by one, and keeps the old revision as history', () => {
     const s = new Steps(makeMS({ replicas: 3, template: { roles: [roleSpec('prefill', { workers: 1 })] } }));
     s.converge();
     const v1 = s.ms.status?.updateRevision;
@@ -105,7 +105,7 @@ describe('lifecycle: image change rolls every group', () => {
     expect(Object.values(s.groupRevisions())).toEqual([v2, v2, v2]);
     expect([...s.pods.values()].every((p) => (p.spec?.containers[0] as { image: string }).image === 'vllm:v2')).toBe(true);
     expect(s.ms.status).toMatchObject({ currentRevision: v2, updateRevision: v2, replicas: 3, availableReplicas: 3, updatedReplicas: 3, currentReplicas: 3 });
-    expect([...s.revisions.keys()]).toEqual([`llm-${v2}`]);
+    expect([...s.revisions.keys()].sort()).toEqual([`llm-${v1}`, `llm-${v2}`].sort());
     expect(v1).not.toBe(v2);
   });
 
@@ -589,5 +589,160 @@ describe('scheduling', () => {
     expect(plan.problems).toHaveLength(1);
     const progressing = plan.status.conditions?.find((c) => c.status === 'True');
     expect(progressing?.message).toMatch(/1 pod\(s\) have waited over 60s without being seen by scheduler "volcano"/);
+  });
+});
+
+describe('maxSurge (Kthena #1626)', () => {
+  /** Ready groups of any ordinal (surge groups included). */
+  function readyAnyOrdinal(s: Steps): number {
+    const byGroup = new Map<string, V1Pod[]>();
+    for (const p of s.pods.values()) byGroup.set(labelOf(p, LABEL_GROUP_NAME), [...(byGroup.get(labelOf(p, LABEL_GROUP_NAME)) ?? []), p]);
+    return [...byGroup.values()].filter((ps) =>
+      ps.every((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')),
+    ).length;
+  }
+
+  function roll(s: Steps, onStep: () => void): void {
+    for (let i = 0; i < 40; i++) {
+      const plan = s.plan();
+      s.apply(plan);
+      onStep();
+      s.gone();
+      onStep();
+      s.ready();
+      onStep();
+      if (plan.actions.length === 0) return;
+    }
+    throw new Error('did not finish');
+  }
+
+  it('maxSurge 1, maxUnavailable 0: never fewer than replicas ready; the surge group is ordinal 3 and is gone at the end', () => {
+    const s = new Steps(makeMS({ replicas: 3, rolloutStrategy: { rollingUpdateConfiguration: { maxSurge: 1, maxUnavailable: 0 } } }));
+    s.converge();
+    s.setSpec(image('vllm:v2'));
+    let fewest = Infinity;
+    const seen = new Set<string>();
+    roll(s, () => {
+      fewest = Math.min(fewest, readyAnyOrdinal(s));
+      for (const p of s.pods.values()) seen.add(labelOf(p, LABEL_GROUP_NAME));
+    });
+    const v2 = revisionOf(s.ms.spec.template.roles);
+    expect(fewest).toBe(3);
+    expect([...seen].sort()).toEqual(['llm-0', 'llm-1', 'llm-2', 'llm-3']);
+    expect(s.groupRevisions()).toEqual({ 'llm-0': v2, 'llm-1': v2, 'llm-2': v2 });
+    expect(s.ms.status).toMatchObject({ replicas: 3, updatedReplicas: 3, availableReplicas: 3, currentRevision: v2 });
+  });
+
+  it('with partition 2 of 4 the protected groups keep their pods and the surge group is ordinal 4', () => {
+    const s = new Steps(makeMS({ replicas: 4, rolloutStrategy: { rollingUpdateConfiguration: { maxSurge: 1, maxUnavailable: 0, partition: 2 } } }));
+    s.converge();
+    const v1 = s.ms.status?.updateRevision;
+    const protectedUids = [...s.pods.values()].filter((p) => ['llm-0', 'llm-1'].includes(labelOf(p, LABEL_GROUP_NAME))).map((p) => p.metadata?.uid);
+    s.setSpec(image('vllm:v2'));
+    let fewest = Infinity;
+    const seen = new Set<string>();
+    roll(s, () => {
+      fewest = Math.min(fewest, readyAnyOrdinal(s));
+      for (const p of s.pods.values()) seen.add(labelOf(p, LABEL_GROUP_NAME));
+    });
+    const v2 = revisionOf(s.ms.spec.template.roles);
+    expect(fewest).toBe(4);
+    expect(seen.has('llm-4') && !seen.has('llm-5')).toBe(true);
+    expect(s.groupRevisions()).toEqual({ 'llm-0': v1, 'llm-1': v1, 'llm-2': v2, 'llm-3': v2 });
+    expect([...s.pods.values()].filter((p) => ['llm-0', 'llm-1'].includes(labelOf(p, LABEL_GROUP_NAME))).map((p) => p.metadata?.uid)).toEqual(protectedUids);
+  });
+
+  it('RoleRollingUpdate with a role maxSurge 1 and maxUnavailable 0 surges instance index 2', () => {
+    const role = { ...roleSpec('prefill', { replicas: 2 }), maxSurge: 1, maxUnavailable: 0 };
+    const s = new Steps(makeMS({ replicas: 1, rolloutStrategy: { type: 'RoleRollingUpdate' }, template: { roles: [role] } }));
+    s.converge();
+    s.setSpec(image('vllm:v2'));
+    let fewest = Infinity;
+    const seen = new Set<string>();
+    roll(s, () => {
+      fewest = Math.min(fewest, [...s.pods.values()].filter((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready')).length);
+      for (const p of s.pods.values()) seen.add(p.metadata?.name ?? '');
+    });
+    expect(fewest).toBe(2);
+    expect(seen.has('llm-0-prefill-2-0')).toBe(true);
+    expect(s.livePodNames()).toEqual(['llm-0-prefill-0-0', 'llm-0-prefill-1-0']);
+  });
+});
+
+describe('revisionHistoryLimit and collisionCount (Kthena #1643)', () => {
+  function rollThrough(s: Steps, images: string[]): string[] {
+    const revs = [s.ms.status?.updateRevision ?? ''];
+    for (const img of images) {
+      s.setSpec(image(img));
+      s.converge();
+      revs.push(s.ms.status?.updateRevision ?? '');
+    }
+    return revs;
+  }
+
+  it('keeps the newest revisionHistoryLimit unused revisions and prunes older ones', () => {
+    const s = new Steps(makeMS({ replicas: 1, revisionHistoryLimit: 2 }));
+    s.converge();
+    const revs = rollThrough(s, ['vllm:v2', 'vllm:v3', 'vllm:v4']);
+    // v4 is in use; v3 and v2 are the 2 newest of history; v1 is pruned.
+    expect([...s.revisions.keys()].sort()).toEqual([revs[1], revs[2], revs[3]].map((r) => `llm-${r}`).sort());
+    expect([...s.revisions.values()].map((r) => r.revision).sort()).toEqual([2, 3, 4]);
+  });
+
+  it('revisionHistoryLimit 0 keeps only the revisions in use; the default keeps 10', () => {
+    const none = new Steps(makeMS({ replicas: 1, revisionHistoryLimit: 0 }));
+    none.converge();
+    const revs = rollThrough(none, ['vllm:v2', 'vllm:v3']);
+    expect([...none.revisions.keys()]).toEqual([`llm-${revs[2]}`]);
+    expect(makeMS({}).spec.revisionHistoryLimit).toBe(10);
+  });
+
+  it('never prunes a revision a pod still uses (a partition-protected group), whatever the limit', () => {
+    const s = new Steps(makeMS({ replicas: 2, revisionHistoryLimit: 0, rolloutStrategy: { rollingUpdateConfiguration: { partition: 1 } } }));
+    s.converge();
+    const revs = rollThrough(s, ['vllm:v2', 'vllm:v3']);
+    expect([...s.revisions.keys()].sort()).toEqual([`llm-${revs[0]}`, `llm-${revs[2]}`].sort());
+  });
+
+  it('a ControllerRevision of the same name recording other roles is a collision: collisionCount goes up and the revision changes', () => {
+    const ms = makeMS({ replicas: 1 });
+    const v1 = revisionOf(ms.spec.template.roles);
+    const other = makeMS({ template: { roles: [roleSpec('prefill', { image: 'someone-else:v9' })] } });
+    const s = new Steps(ms);
+    // The name llm-<v1> is taken by a revision of other roles.
+    s.revisions.set(`llm-${v1}`, controllerRevisionFor(ms, v1, other.spec.template.roles));
+    const plan = s.plan();
+    expect(plan.status.collisionCount).toBe(1);
+    expect(plan.updateRevision).not.toBe(v1);
+    expect(plan.updateRevision).toBe(revisionOf(ms.spec.template.roles, 1));
+    s.apply(plan);
+    s.converge();
+    expect(s.ms.status).toMatchObject({ collisionCount: 1, updateRevision: revisionOf(ms.spec.template.roles, 1) });
+    expect(Object.values(s.groupRevisions())).toEqual([revisionOf(ms.spec.template.roles, 1)]);
+  });
+
+  it('no collision: no collisionCount in status', () => {
+    const s = new Steps(makeMS({ replicas: 1 }));
+    s.converge();
+    expect(s.ms.status?.collisionCount).toBeUndefined();
+  });
+});
+
+describe('a return to an older template (rollback)', () => {
+  it('renumbers the old revision the newest instead of recording it again, and rolls the pods back to it', () => {
+    const s = new Steps(makeMS({ replicas: 1 }));
+    s.converge();
+    const a = s.ms.status?.updateRevision ?? '';
+    s.setSpec(image('vllm:v2'));
+    s.converge();
+    s.setSpec(image('vllm:v1'));
+    const plan = s.plan();
+    expect(plan.updateRevision).toBe(a);
+    expect(kinds(plan.actions)).toContain(`renumberControllerRevision llm-${a}`);
+    expect(kinds(plan.actions).some((k) => k.startsWith('createControllerRevision'))).toBe(false);
+    s.apply(plan);
+    s.converge();
+    expect(s.revisions.get(`llm-${a}`)?.revision).toBe(3);
+    expect(Object.values(s.groupRevisions())).toEqual([a]);
   });
 });

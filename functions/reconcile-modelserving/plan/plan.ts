@@ -8,7 +8,7 @@
  * observation, so a plan cut short (a worker dying half-way) is completed by the next one.
  */
 import type { V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
-import { resolveIntOrPercent, type ModelServing, type ModelServingStatus, type Role } from '../../../api/modelserving.js';
+import { type ModelServing, type ModelServingStatus, type Role } from '../../../api/modelserving.js';
 import type { Action, Blocked } from './actions.js';
 import { desiredPodGroup, effectiveSchedulerName, gangEnabled, podGroupSpecDiffers, type ClusterCapabilities, type PodGroupObject } from './gang.js';
 import {
@@ -27,14 +27,15 @@ import {
 import { KUBE_NAME_LIMIT, headlessServiceName, overlongNameAt, podName, roleId as roleIdOf, statusLabelSelector } from './names.js';
 import { indexPods, type PodIndex } from './observed.js';
 import { ownershipOf } from './owner.js';
-import { resolveMaxUnavailable, resolvePartition, revisionForNewGroup, roleTemplateForNewInstance } from './partition.js';
+import { resolveMaxSurge, resolveMaxUnavailable, resolvePartition, revisionForNewGroup, roleTemplateForNewInstance } from './partition.js';
 import { desiredPod } from './pod.js';
 import { groupLostInstance, instanceHealth, judgeFailed, recoveryFor, restartMemory } from './recovery.js';
-import { controllerRevisionFor, indexRevisions, revisionOf, revisionsEquivalentTo, roleTemplateHash } from './revision.js';
+import { controllerRevisionFor, indexRevisions, revisionsEquivalentTo, roleTemplateHash, updateRevisionOf } from './revision.js';
 import { selectForReplacement, selectRoleInstancesForReplacement } from './rolling-update.js';
 import { roleKey, roleStateOf, roleTransitions, type GroupState, type RoleStatusSnapshot, type RoleTransition } from './role-status.js';
 import { scaleDecision, selectForScaleDown } from './scale.js';
 import { desiredHeadlessService, needsHeadlessService } from './service.js';
+import { planSurge } from './surge.js';
 import { computeStatus } from './status.js';
 import { deadlineAt, DEFAULT_PROGRESS_DEADLINE_SECONDS, progressDeadlineOf } from './status-deadline.js';
 import { roleSummaries } from './status-roles.js';
@@ -88,6 +89,7 @@ export interface Plan {
 
 interface Ctx {
   ms: ModelServing;
+  collisionCount: number;
   now: number;
   nowIso: string;
   rev: RevisionContext;
@@ -111,14 +113,19 @@ export function planModelServing(input: ObservedState): Plan {
   const ms = input.modelServing;
   const now = typeof input.now === 'number' ? input.now : input.now.getTime();
   const specRoles = ms.spec.template.roles;
-  const updateRevision = revisionOf(specRoles);
   const { byName: known, unreadable } = indexRevisions(ms.metadata.name, input.controllerRevisions);
+  // A ControllerRevision of that name recording other roles, or someone else's: a hash collision.
+  const { revision: updateRevision, collisionCount } = updateRevisionOf(specRoles, ms.status?.collisionCount ?? 0, (rev, canonical) => {
+    const k = known.get(rev);
+    return k !== undefined && (k.canonical !== canonical || ownershipOf(k.object.metadata, ms) === 'foreign');
+  });
   const equivalent = revisionsEquivalentTo(updateRevision, known);
   const roleRolling = ms.spec.rolloutStrategy?.type === 'RoleRollingUpdate';
   const rawCurrent = ms.status?.currentRevision;
   const statusCurrent = rawCurrent && equivalent.has(rawCurrent) ? updateRevision : rawCurrent;
   const ctx: Ctx = {
     ms,
+    collisionCount,
     now,
     nowIso: new Date(now).toISOString(),
     rev: { updateRevision, specRoles, equivalent, known, roleRolling, statusCurrent },
@@ -154,12 +161,28 @@ export function planModelServing(input: ObservedState): Plan {
   for (const og of ctx.idx.groups.values()) ctx.groups.set(og.ordinal, buildObservedGroup(og, ctx.rev));
 
   const head: Action[] = [];
-  if (!known.has(updateRevision)) {
+  const recorded = known.get(updateRevision);
+  if (!recorded) {
     head.push({
       kind: 'createControllerRevision',
       object: controllerRevisionFor(ms, updateRevision, specRoles, known.values()),
       reason: 'record the update revision',
     });
+  } else {
+    // A rollback (or any return to an older template): the revision becomes the newest again, so history
+    // lists it last and `rollout undo` goes back from it, as with a StatefulSet or Deployment.
+    const highest = Math.max(0, ...[...known.values()].map((k) => k.object.revision ?? 0));
+    const own = recorded.object.revision ?? 0;
+    const rv = recorded.object.metadata?.resourceVersion;
+    if (own < highest && rv && ownershipOf(recorded.object.metadata, ms) === 'ours') {
+      head.push({
+        kind: 'renumberControllerRevision',
+        name: recorded.object.metadata?.name ?? '',
+        resourceVersion: rv,
+        revision: highest + 1,
+        reason: `revision ${own} is the update revision again`,
+      });
+    }
   }
 
   recover(ctx, input.roleStatus);
@@ -278,10 +301,23 @@ function recover(ctx: Ctx, previous: RoleStatusSnapshot | undefined): void {
   }
 }
 
+/** ServingGroupRollingUpdate's maxSurge, resolved against the replicas (0 under RoleRollingUpdate). */
+function groupSurge(ctx: Ctx): number {
+  return ctx.rev.roleRolling ? 0 : resolveMaxSurge(ctx.ms.spec.rolloutStrategy?.rollingUpdateConfiguration?.maxSurge, ctx.ms.spec.replicas);
+}
+
 function scaleGroups(ctx: Ctx, maxCreates: number): void {
   const { ms } = ctx;
   const replicas = ms.spec.replicas;
-  const groups = [...ctx.groups.values()];
+  const all = [...ctx.groups.values()];
+  const surge = planSurge(
+    replicas,
+    ctx.partition,
+    groupSurge(ctx),
+    all.map((g) => ({ ordinal: g.ordinal, deleting: g.deleting, available: groupAvailable(g), updated: g.revision === ctx.rev.updateRevision })),
+  );
+  // Surge groups stand beside the replicas: they are neither counted nor scaled down while they are kept.
+  const groups = all.filter((g) => !surge.keep.has(g.ordinal));
   const held = groups.map((g) => g.ordinal);
   const decision = scaleDecision(replicas, held, groups.length, ctx.partition, maxCreates + 1);
   if (decision.remove > 0) {
@@ -290,7 +326,7 @@ function scaleGroups(ctx: Ctx, maxCreates: number): void {
       deleteGroup(ctx, c.group, 'scale down');
     }
   }
-  const toCreate = decision.create;
+  const toCreate = [...decision.create, ...surge.create];
   if (toCreate.length > maxCreates) ctx.requeueAt.push(ctx.now);
   for (const ordinal of toCreate.slice(0, maxCreates)) {
     const choice = revisionForNewGroup(
@@ -319,13 +355,22 @@ function scaleGroups(ctx: Ctx, maxCreates: number): void {
     }
     const group = newGroup(ms.metadata.name, ordinal, choice.revision, choice.roles, maxCreates);
     ctx.groups.set(ordinal, group);
-    const why = ordinal < ctx.partition ? `create partition-protected ServingGroup on revision ${choice.revision}` : 'create ServingGroup';
+    const why =
+      ordinal < ctx.partition
+        ? `create partition-protected ServingGroup on revision ${choice.revision}`
+        : ordinal >= replicas
+          ? 'create surge ServingGroup (maxSurge)'
+          : 'create ServingGroup';
     for (const inst of allInstances(group)) createPods(ctx, group, inst, why);
   }
 }
 
 function rolePartitionOf(ctx: Ctx, role: Role): number {
   return ctx.rev.roleRolling ? resolvePartition(role.partition, role.replicas) : 0;
+}
+
+function roleSurgeOf(ctx: Ctx, role: Role): number {
+  return ctx.rev.roleRolling ? resolveMaxSurge(role.maxSurge, role.replicas) : 0;
 }
 
 function syncRoles(ctx: Ctx, maxCreates: number): void {
@@ -344,11 +389,18 @@ function syncRoles(ctx: Ctx, maxCreates: number): void {
         if (!inst.deleting) createPods(ctx, group, inst, 'recreate missing pod');
       }
       const partition = rolePartitionOf(ctx, role);
+      const surge = planSurge(
+        role.replicas,
+        partition,
+        roleSurgeOf(ctx, role),
+        [...byIndex.values()].map((i) => ({ ordinal: i.index, deleting: i.deleting, available: instanceRunning(i), updated: !i.outdated })),
+      );
       // Instances being deleted keep their index until they are gone (Kthena's rule); only live ones
-      // count towards the replicas when deciding what to remove.
-      const liveBefore = [...byIndex.values()].filter((i) => !i.deleting);
-      const decision = scaleDecision(role.replicas, [...byIndex.keys()], liveBefore.length, partition, maxCreates + 1);
-      const missing = decision.create;
+      // count towards the replicas when deciding what to remove. Surge instances stand beside them.
+      const liveBefore = [...byIndex.values()].filter((i) => !i.deleting && !surge.keep.has(i.index));
+      const held = [...byIndex.keys()].filter((i) => !surge.keep.has(i));
+      const decision = scaleDecision(role.replicas, held, liveBefore.length, partition, maxCreates + 1);
+      const missing = [...decision.create, ...surge.create];
       if (missing.length > maxCreates) {
         missing.length = maxCreates;
         ctx.requeueAt.push(ctx.now);
@@ -389,7 +441,11 @@ function syncRoles(ctx: Ctx, maxCreates: number): void {
 function rollingUpdate(ctx: Ctx): void {
   const { ms } = ctx;
   if (!ctx.rev.roleRolling) {
-    const maxUnavailable = resolveMaxUnavailable(ms.spec.rolloutStrategy?.rollingUpdateConfiguration?.maxUnavailable ?? 1, ms.spec.replicas);
+    const maxUnavailable = resolveMaxUnavailable(
+      ms.spec.rolloutStrategy?.rollingUpdateConfiguration?.maxUnavailable ?? 1,
+      ms.spec.replicas,
+      groupSurge(ctx),
+    );
     const all = [...ctx.groups.values()].map((g) => ({
       group: g,
       ordinal: g.ordinal,
@@ -407,11 +463,7 @@ function rollingUpdate(ctx: Ctx): void {
       const insts = [...(group.instances.get(role.name)?.values() ?? [])];
       const partition = rolePartitionOf(ctx, role);
       const maxUnavailable =
-        role.maxUnavailable === undefined
-          ? undefined
-          : role.replicas > 0
-            ? Math.max(1, resolveIntOrPercent(role.maxUnavailable, role.replicas, false) ?? 1)
-            : 0;
+        role.maxUnavailable === undefined ? undefined : resolveMaxUnavailable(role.maxUnavailable, role.replicas, roleSurgeOf(ctx, role));
       const candidates = insts.map((i) => ({
         inst: i,
         ordinal: i.index,
@@ -502,17 +554,17 @@ function podGroups(ctx: Ctx, input: ObservedState): Action[] {
 function cleanupRevisions(ctx: Ctx, currentRevision: string | undefined): Action[] {
   const keep = new Set([ctx.rev.updateRevision, currentRevision, ctx.ms.status?.currentRevision]);
   for (const g of ctx.idx.groups.values()) for (const p of g.pods) keep.add(p.revision);
-  const out: Action[] = [];
-  for (const rev of ctx.rev.known.values()) {
-    if (keep.has(rev.name) || ownershipOf(rev.object.metadata, ctx.ms) !== 'ours') continue;
-    out.push({
-      kind: 'deleteControllerRevision',
-      name: rev.object.metadata?.name ?? '',
-      uid: rev.object.metadata?.uid ?? '',
-      reason: 'no ServingGroup uses this revision any more',
-    });
-  }
-  return out;
+  // History (what `ripple rollout undo` goes back to): revisions in use are not history; of the rest,
+  // the newest `revisionHistoryLimit` (by `.revision`, as a StatefulSet counts) are kept.
+  const history = [...ctx.rev.known.values()]
+    .filter((rev) => !keep.has(rev.name) && ownershipOf(rev.object.metadata, ctx.ms) === 'ours')
+    .sort((a, b) => (b.object.revision ?? 0) - (a.object.revision ?? 0) || (a.name < b.name ? -1 : 1));
+  return history.slice(ctx.ms.spec.revisionHistoryLimit).map((rev) => ({
+    kind: 'deleteControllerRevision',
+    name: rev.object.metadata?.name ?? '',
+    uid: rev.object.metadata?.uid ?? '',
+    reason: `no ServingGroup uses this revision and it is beyond revisionHistoryLimit (${ctx.ms.spec.revisionHistoryLimit})`,
+  }));
 }
 
 function unscheduledProblems(ctx: Ctx, afterSeconds: number): string[] {
@@ -567,6 +619,7 @@ function finish(ctx: Ctx, input: ObservedState, head: Action[], frozenStatus: Mo
       labelSelector: statusLabelSelector(ms.metadata.name, ctx.rev.specRoles[0]?.name),
       now: ctx.nowIso,
     });
+    if (ctx.collisionCount > 0 || previousStatus?.collisionCount !== undefined) status = { ...status, collisionCount: ctx.collisionCount };
     tail = cleanupRevisions(ctx, status.currentRevision);
     // Look again when the deadline would pass, so a rollout that gets stuck says so without an event.
     const due = deadlineAt(status.lastProgressTime, progressDeadlineSeconds);

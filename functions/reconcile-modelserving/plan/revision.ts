@@ -17,8 +17,8 @@ import { canonicalQuantity } from './quantity.js';
 import { controllerOwnerReference } from './owner.js';
 
 /** Fields of a role that do not change its pods: they never roll anything. */
-export function withoutRolloutFields(role: Role): Omit<Role, 'replicas' | 'maxUnavailable' | 'partition'> {
-  const { replicas: _r, maxUnavailable: _m, partition: _p, ...rest } = role;
+export function withoutRolloutFields(role: Role): Omit<Role, 'replicas' | 'maxUnavailable' | 'maxSurge' | 'partition'> {
+  const { replicas: _r, maxUnavailable: _m, maxSurge: _s, partition: _p, ...rest } = role;
   return rest;
 }
 
@@ -31,11 +31,35 @@ export function withoutRolloutFields(role: Role): Omit<Role, 'replicas' | 'maxUn
 const revisionMemo = new WeakMap<readonly Role[], string>();
 const roleHashMemo = new WeakMap<Role, string>();
 
-/** The revision of a set of roles: a hash of their templates, in order. */
-export function revisionOf(roles: readonly Role[]): string {
+/**
+ * The revision of a set of roles: a hash of their templates, in order. A `collisionCount` above 0
+ * (status.collisionCount, bumped when the name was taken by other data) is mixed in, as a
+ * StatefulSet mixes its own into the ControllerRevision hash.
+ */
+export function revisionOf(roles: readonly Role[], collisionCount = 0): string {
+  if (collisionCount > 0) return hashOf({ roles: roles.map(withoutRolloutFields), collisionCount });
   let hash = revisionMemo.get(roles);
   if (hash === undefined) revisionMemo.set(roles, (hash = hashOf(roles.map(withoutRolloutFields))));
   return hash;
+}
+
+/**
+ * The update revision and the collision count it needs: starting from `status.collisionCount`, the count
+ * goes up while the ControllerRevision of that name exists and records other roles or belongs to
+ * someone else (`taken`). Bounded: a hash that keeps colliding 100 times is not a collision.
+ */
+export function updateRevisionOf(
+  roles: readonly Role[],
+  collisionCount: number,
+  taken: (revision: string, canonical: string) => boolean,
+): { revision: string; collisionCount: number } {
+  const canonical = revisionOf(roles);
+  let count = Math.max(0, collisionCount);
+  for (let i = 0; i < 100; i++, count++) {
+    const revision = revisionOf(roles, count);
+    if (!taken(revision, canonical)) return { revision, collisionCount: count };
+  }
+  return { revision: revisionOf(roles, collisionCount), collisionCount };
 }
 
 /** The template hash of one role (label `modelserving.volcano.sh/role-template-hash`). */
@@ -92,7 +116,9 @@ function safeEncode(text: string): string {
   return out;
 }
 
-/** The ControllerRevision that records `roles` as revision `revision` of a ModelServing. */
+/** kubectl's annotation for why a template changed (`kubectl annotate … kubernetes.io/change-cause=…`). */
+export const CHANGE_CAUSE_ANNOTATION = 'kubernetes.io/change-cause';
+
 /**
  * The ControllerRevision recording `roles` as `revision`. Its `.revision` number orders revisions the
  * way a StatefulSet's do: one more than the highest of the ones that exist (`existing`), so the newest
@@ -106,12 +132,15 @@ export function controllerRevisionFor(
 ): V1ControllerRevision {
   let highest = 0;
   for (const k of existing) highest = Math.max(highest, k.object.revision ?? 0);
+  // kubectl's change cause, as a Deployment's ReplicaSet carries it: what `ripple rollout history` shows.
+  const cause = ms.metadata.annotations?.[CHANGE_CAUSE_ANNOTATION];
   return {
     apiVersion: 'apps/v1',
     kind: 'ControllerRevision',
     metadata: {
       name: controllerRevisionName(ms.metadata.name, revision),
       namespace: ms.metadata.namespace,
+      ...(cause ? { annotations: { [CHANGE_CAUSE_ANNOTATION]: cause } } : {}),
       labels: { [LABEL_NAME]: ms.metadata.name, [LABEL_REVISION]: revision },
       ownerReferences: [controllerOwnerReference(ms)],
     },

@@ -177,11 +177,16 @@ export class Steps {
           this.services.delete(a.name);
           break;
         case 'createControllerRevision':
-          this.revisions.set(a.object.metadata?.name ?? '', { ...a.object, metadata: { ...a.object.metadata, uid: `r${++this.seq}` } });
+          this.revisions.set(a.object.metadata?.name ?? '', { ...a.object, metadata: { ...a.object.metadata, uid: `r${++this.seq}`, resourceVersion: String(this.seq) } });
           break;
         case 'deleteControllerRevision':
           this.revisions.delete(a.name);
           break;
+        case 'renumberControllerRevision': {
+          const r = this.revisions.get(a.name);
+          if (r) this.revisions.set(a.name, { ...r, revision: a.revision });
+          break;
+        }
         default:
           break;
       }
