@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkHistory, parseHistory, type ReconcileRecord } from './checker.js';
+import { checkEffects, checkHistory, compareOrder, parseHistory, type ReconcileRecord, type Stamp } from './checker.js';
 
 // The checker is pure; these cases need nothing running (they sit in the integration project only
 // because the unit project leaves test/ out).
@@ -57,5 +57,65 @@ describe('fault history checker', () => {
   it('parses JSON lines and skips a torn last line', () => {
     const line = JSON.stringify(rec({}));
     expect(parseHistory(`${line}\n${line}\n{"key":"k","tok`)).toHaveLength(2);
+  });
+
+  it('checks the woken-at version only when asked: the last accepted reconcile must be woken at the final version', () => {
+    const history = [rec({ token: '1', start: 0, end: 1, version: 3, woken: '2' }), rec({ key: 'j', token: '2', start: 0, end: 1, version: 4, woken: '4' })];
+    const finals = new Map([['k', 3], ['j', 4]]);
+    expect(checkHistory(history, finals).woken).toBe(0);
+    const r = checkHistory(history, finals, { woken: true });
+    expect(r.woken).toBe(1);
+    expect(r.violations).toEqual([expect.objectContaining({ kind: 'woken', key: 'k' })]);
+    expect(checkHistory([rec({ version: 3 })], new Map([['k', 3]]), { woken: true }).woken).toBe(1);
+  });
+});
+
+describe('fault effect checker', () => {
+  const read = (kind: Stamp['kind'], token: string, order: string, key = 'k'): Stamp => ({ kind, key, token, order });
+  const effect = read;
+
+  it('passes effects that landed before the next token read (or with no newer token at all)', () => {
+    const reads = [read('api', '1', '100'), read('api', '2', '105'), read('api', '3', '120')];
+    const landed = [effect('api', '1', '101'), effect('api', '2', '110'), effect('api', '3', '130')];
+    expect(checkEffects(reads, landed)).toMatchObject({ effects: 3, staleLanded: 0, violations: [] });
+  });
+
+  it('fails an API write of an old token that landed after a newer token read (the stale holder resumed into a PUT)', () => {
+    // Token 1 read at 100 and paused; token 2 took the key over and read 100 too; token 1's PUT, preconditioned
+    // on 100, landed as 101 while token 2 was planning: the write the issue says must be refused.
+    const r = checkEffects([read('api', '1', '100'), read('api', '2', '100')], [effect('api', '1', '101')]);
+    expect(r.staleLanded).toBe(1);
+    expect(r.violations[0]).toMatchObject({ kind: 'stale-effect', key: 'k' });
+    expect(r.violations[0]!.detail).toContain('token 2 read at 100');
+  });
+
+  it('compares against the earliest read of any newer token, not only the next one', () => {
+    // Token 3 read early (at 1000-0); token 2's read came later: token 1's effect at 1500-0 is after token 3's read.
+    const reads = [read('state', '1', '900-0'), read('state', '3', '1000-0'), read('state', '2', '2000-0')];
+    expect(checkEffects(reads, [effect('state', '1', '1500-0')]).staleLanded).toBe(1);
+    expect(checkEffects(reads, [effect('state', '1', '999-5')]).staleLanded).toBe(0);
+  });
+
+  it('orders stream IDs by milliseconds then sequence, and resourceVersions as integers', () => {
+    expect(compareOrder('state', '1700000000000-2', '1700000000000-10')).toBe(-1);
+    expect(compareOrder('state', '999-0', '1000-0')).toBe(-1);
+    expect(compareOrder('api', '99', '100')).toBe(-1);
+    expect(compareOrder('api', '100', '100')).toBe(0);
+    expect(() => compareOrder('api', 'abc', '1')).toThrow(/not a api order stamp/);
+    // Within one millisecond the sequence decides: an effect stamped 5-1 is after a read stamped 5-0.
+    expect(checkEffects([read('state', '2', '5-0')], [effect('state', '1', '5-1')]).staleLanded).toBe(1);
+  });
+
+  it('keeps keys and kinds apart', () => {
+    const r = checkEffects([read('api', '2', '10', 'other'), read('state', '2', '1-0')], [effect('api', '1', '50'), effect('state', '1', '0-5', 'other')]);
+    expect(r.staleLanded).toBe(0);
+  });
+
+  it('counts what the workers saw refused and what they never learnt', () => {
+    const records = [
+      rec({ effects: [{ kind: 'api', outcome: 'refused', detail: '409' }, { kind: 'state', outcome: 'refused', detail: 'LeaseLostError' }] }),
+      rec({ effects: [{ kind: 'api', outcome: 'unknown' }, { kind: 'state', outcome: 'landed' }] }),
+    ];
+    expect(checkEffects([], [effect('state', '1', '1-0')], records)).toMatchObject({ effects: 1, refused: 2, unknown: 1, staleLanded: 0 });
   });
 });

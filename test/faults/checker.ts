@@ -17,11 +17,17 @@ export const reconcileRecordSchema = z.object({
   outcome: z.enum(['accepted', 'fenced-out', 'failed']),
   /** Whether the reconcile's AbortSignal had fired (lease lost, deadline) when it committed. */
   aborted: z.boolean().optional(),
+  /** The resourceVersion of the key's ConfigMap as the reconcile read it at its start (api effects). */
+  readRv: z.string().optional(),
+  /** The version its job was woken at (ReconcileInfo.minResourceVersion), when the storm passed one. */
+  woken: z.string().optional(),
+  /** What its effects came to, as the worker saw them (the server's record is the truth, see checkEffects). */
+  effects: z.array(z.object({ kind: z.enum(['api', 'state']), outcome: z.enum(['landed', 'refused', 'unknown']), detail: z.string().optional() })).optional(),
 });
 export type ReconcileRecord = z.infer<typeof reconcileRecordSchema>;
 
 export interface Violation {
-  kind: 'overlap' | 'token-order' | 'lost';
+  kind: 'overlap' | 'token-order' | 'lost' | 'woken' | 'stale-effect';
   key: string;
   detail: string;
 }
@@ -34,6 +40,8 @@ export interface HistoryReport {
   overlaps: number;
   tokenOrder: number;
   lost: number;
+  /** Changed keys whose last accepted reconcile was not woken at the final version (0 unless asked). */
+  woken: number;
   violations: Violation[];
 }
 
@@ -57,9 +65,13 @@ export function parseHistory(text: string): ReconcileRecord[] {
  * Judges a history against the world's final versions (key → version; keys never changed may be absent):
  * - overlap: two accepted reconciles of one key whose [start, end] intersect;
  * - token-order: accepted reconciles of a key, by start, whose tokens do not increase;
- * - lost: a changed key whose last accepted reconcile (by start) did not read its final version.
+ * - lost: a changed key whose last accepted reconcile (by start) did not read its final version;
+ * - woken (with `opts.woken`, when every event carried its version): a changed key whose last accepted
+ *   reconcile was not woken at its final version (ReconcileInfo.minResourceVersion): the claim must hand
+ *   over the newest version of the events since the key's previous good run, and a run that ends any other
+ *   way (failed, fenced out, its holder gone) must give it back to the key.
  */
-export function checkHistory(records: ReconcileRecord[], finalVersions: ReadonlyMap<string, number>): HistoryReport {
+export function checkHistory(records: ReconcileRecord[], finalVersions: ReadonlyMap<string, number>, opts: { woken?: boolean } = {}): HistoryReport {
   const violations: Violation[] = [];
   const byKey = new Map<string, ReconcileRecord[]>();
   for (const r of records) {
@@ -91,6 +103,7 @@ export function checkHistory(records: ReconcileRecord[], finalVersions: Readonly
     }
   }
   let lost = 0;
+  let woken = 0;
   for (const [key, version] of finalVersions) {
     if (version === 0) continue;
     const list = byKey.get(key);
@@ -98,6 +111,9 @@ export function checkHistory(records: ReconcileRecord[], finalVersions: Readonly
     if (!last || last.version !== version) {
       lost++;
       violations.push({ kind: 'lost', key, detail: last ? `last accepted reconcile ${describe(last)} read version ${last.version}, final is ${version}` : `no accepted reconcile; final version ${version}` });
+    } else if (opts.woken && last.woken !== String(version)) {
+      woken++;
+      violations.push({ kind: 'woken', key, detail: `last accepted reconcile ${describe(last)} was woken at ${last.woken ?? 'no version'}, final is ${version}` });
     }
   }
   return {
@@ -108,6 +124,7 @@ export function checkHistory(records: ReconcileRecord[], finalVersions: Readonly
     overlaps,
     tokenOrder,
     lost,
+    woken,
     violations,
   };
 }
@@ -120,4 +137,106 @@ function tokenBefore(a: string, b: string): boolean {
 
 function describe(r: ReconcileRecord): string {
   return `[pid ${r.pid} token ${r.token || '-'} ${r.start}..${r.end} v${r.version}]`;
+}
+
+/**
+ * A reconcile's read or an effect that landed, each stamped with the server's order:
+ * - `api`: the ConfigMap's resourceVersion (the one a reconcile read; the one a write produced). A test-only
+ *   assumption: in the sandbox resourceVersions are etcd revisions, so they compare as integers. Clients must
+ *   never compare them (kube/resource-version.ts); the checker may, because it knows its server.
+ * - `state`: the ID Redis gave the entry in the case's order stream (XADD `*`, written in the same MULTI or
+ *   script as the state write it stamps, or as the reconcile's first step): `<ms>-<seq>` on Redis's clock, and
+ *   strictly increasing in the stream, so it is the order in which Redis executed them.
+ */
+export interface Stamp {
+  kind: 'api' | 'state';
+  key: string;
+  token: string;
+  order: string;
+}
+
+export interface EffectsReport {
+  /** Effects the servers hold (every write the watch saw, every state write in the stream). */
+  effects: number;
+  /** Effects the workers saw refused: a 409, fenced out in Redis, or LeaseLostError before sending. */
+  refused: number;
+  /** Effects whose fate the worker never learnt (cut off, aborted in flight); the servers' record decides. */
+  unknown: number;
+  /** Effects of a token that landed after a reconcile of a newer token of the key read: each a violation. */
+  staleLanded: number;
+  violations: Violation[];
+}
+
+/**
+ * Judges effects by the servers' order. An effect of token T is stale when a reconcile of the same key with
+ * a newer token T' > T read before it landed (its read's order is lower than the effect's): the new holder
+ * planned from a world the old one then changed. Issue 28's bar: a stale write either lands before the new
+ * holder reads, or it is refused.
+ */
+export function checkEffects(reads: readonly Stamp[], landed: readonly Stamp[], records: readonly ReconcileRecord[] = []): EffectsReport {
+  const violations: Violation[] = [];
+  // Per key and kind, reads sorted by token descending, with the lowest read order among tokens ≥ each.
+  const index = new Map<string, Array<{ token: bigint; minOrder: string; by: Stamp }>>();
+  const groups = new Map<string, Stamp[]>();
+  for (const r of reads) {
+    if (!/^\d+$/.test(r.token)) continue;
+    const g = `${r.kind}\u0000${r.key}`;
+    const list = groups.get(g) ?? [];
+    list.push(r);
+    groups.set(g, list);
+  }
+  for (const [g, list] of groups) {
+    list.sort((a, b) => (BigInt(b.token) > BigInt(a.token) ? 1 : BigInt(b.token) < BigInt(a.token) ? -1 : 0));
+    const out: Array<{ token: bigint; minOrder: string; by: Stamp }> = [];
+    let min: Stamp | undefined;
+    for (const r of list) {
+      if (!min || compareOrder(r.kind, r.order, min.order) < 0) min = r;
+      out.push({ token: BigInt(r.token), minOrder: min.order, by: min });
+    }
+    index.set(g, out);
+  }
+  let staleLanded = 0;
+  for (const e of landed) {
+    const list = index.get(`${e.kind}\u0000${e.key}`);
+    if (!list || !/^\d+$/.test(e.token)) continue;
+    const token = BigInt(e.token);
+    // The entry of the smallest token still > e.token carries the lowest order among all newer tokens' reads.
+    let newer: { minOrder: string; by: Stamp } | undefined;
+    for (const r of list) {
+      if (r.token > token) newer = r;
+      else break;
+    }
+    if (newer && compareOrder(e.kind, newer.minOrder, e.order) < 0) {
+      staleLanded++;
+      violations.push({
+        kind: 'stale-effect',
+        key: e.key,
+        detail: `${e.kind} effect of token ${e.token} landed at ${e.order}, after token ${newer.by.token} read at ${newer.minOrder}`,
+      });
+    }
+  }
+  let refused = 0;
+  let unknown = 0;
+  for (const r of records) {
+    for (const e of r.effects ?? []) {
+      if (e.outcome === 'refused') refused++;
+      else if (e.outcome === 'unknown') unknown++;
+    }
+  }
+  return { effects: landed.length, refused, unknown, staleLanded, violations };
+}
+
+/** Orders two stamps of one kind: resourceVersions as integers, stream IDs as (ms, seq). */
+export function compareOrder(kind: Stamp['kind'], a: string, b: string): number {
+  const parts = (s: string): bigint[] => {
+    const p = kind === 'api' ? [s] : s.split('-');
+    if (p.length !== (kind === 'api' ? 1 : 2) || p.some((x) => !/^\d+$/.test(x))) throw new Error(`not a ${kind} order stamp: ${s}`);
+    return p.map((x) => BigInt(x));
+  };
+  const [x, y] = [parts(a), parts(b)];
+  for (let i = 0; i < x.length; i++) {
+    if (x[i]! < y[i]!) return -1;
+    if (x[i]! > y[i]!) return 1;
+  }
+  return 0;
 }

@@ -2,16 +2,29 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { expect, inject } from 'vitest';
+import { z } from 'zod';
 import { createRedis } from '../../../queue/connection.js';
 import { WorkQueue } from '../../../queue/work-queue.js';
 import { createLogger } from '../../../runtime/log.js';
 import { startProcess, stopProcess } from '../../harness/processes.js';
+import { reconcileRecordSchema } from '../checker.js';
 import { waitFor } from '../../harness/sandbox.js';
+import { effectKeys } from './effect-keys.js';
+import { ApiEffects, apiReads, stateStamps } from './effects.js';
 import { drainAndCheck, Storm, type CaseReport } from './storm.js';
 
 export const QUEUE_NAME = 'faults';
+
+const stateRecordSchema = z.object({ token: z.string(), version: z.number() });
+const slowDoneSchema = z.object({
+  outcome: reconcileRecordSchema.shape.outcome,
+  effects: z.array(z.object({ kind: z.string(), outcome: z.string(), detail: z.string().optional() })),
+  pausedMs: z.number().optional(),
+});
+export type SlowDone = z.infer<typeof slowDoneSchema>;
 
 /**
  * One fault case's moving parts: the world (the harness's Redis, never faulted, under a prefix of the
@@ -26,6 +39,8 @@ export class FaultCase {
   readonly queue: WorkQueue;
   readonly storm: Storm;
   readonly workers: ChildProcess[] = [];
+  private api?: ApiEffects;
+  private stateEffects = false;
 
   constructor(
     readonly name: string,
@@ -57,9 +72,69 @@ export class FaultCase {
     return child;
   }
 
+  /** Starts `n` fault-worker processes at once (each takes seconds to load; one after the other they add up). */
+  async startWorkers(n: number, env: Record<string, string> = {}): Promise<ChildProcess[]> {
+    return Promise.all(Array.from({ length: n }, () => this.startWorker(env)));
+  }
+
+  /**
+   * Makes the workers' reconciles write real effects (test/faults/fixtures/fault-worker.ts, EFFECTS) and has
+   * check() judge them by the servers' order: `api`, a ConfigMap per key in `namespace`, watched from its
+   * creation; `state`, a handler state write on the queue's Redis (`stateWrite`: the raw client, or the fenced
+   * helper). Returns the environment to start the workers with; a worker given another KUBECONFIG_PATH (a
+   * proxy's) reaches the same server another way.
+   */
+  async withEffects(opts: { api?: { kc: KubeConfig; namespace: string }; state?: boolean; stateWrite?: 'raw' | 'fenced' }): Promise<Record<string, string>> {
+    const env: Record<string, string> = {};
+    const kinds: string[] = [];
+    if (opts.api) {
+      this.api = await ApiEffects.start(opts.api.kc, opts.api.namespace, this.prefix, this.storm.keys);
+      kinds.push('api');
+      env.KUBECONFIG_PATH = inject('kubeconfig');
+      env.NAMESPACE = opts.api.namespace;
+    }
+    if (opts.state) {
+      this.stateEffects = true;
+      kinds.push('state');
+      env.STATE_WRITE = opts.stateWrite ?? 'fenced';
+    }
+    env.EFFECTS = kinds.join(',');
+    return env;
+  }
+
+  /** The handler state the key's last landed state write left (`{ token, version }`), if any. */
+  async stateOf(key: string): Promise<{ token: string; version: number } | undefined> {
+    const text = await this.queueRedis.hget(effectKeys(this.prefix, QUEUE_NAME).state, key);
+    return text === null ? undefined : stateRecordSchema.parse(JSON.parse(text));
+  }
+
+  /** The slow reconcile's own account (fault-worker's `slow-done`): its commit, its effects, its pause. */
+  async slowDone(timeoutMs = 30_000): Promise<SlowDone> {
+    const text = await waitFor('the slow reconcile to end', timeoutMs, async () => (await this.world.get(`${this.prefix}:slow-done`)) ?? undefined);
+    return slowDoneSchema.parse(JSON.parse(text));
+  }
+
+  /**
+   * TAKEOVER_WAIT: the `pid:token` of the newer holder of the slow key once it read and waits for go(). With
+   * `beforeStaleSend`, fails unless that read came before the slow reconcile sent its writes (both markers are on
+   * the world Redis, in its order): a run that missed the schedule must not pass for one that survived it.
+   */
+  async takeoverWaiting(opts: { beforeStaleSend?: boolean; timeoutMs?: number } = {}): Promise<string> {
+    const taker = await waitFor('the new holder of the slow key to read and wait', opts.timeoutMs ?? 30_000, async () => (await this.world.get(`${this.prefix}:takeover-waiting`)) ?? undefined, 20);
+    if (opts.beforeStaleSend && (await this.world.exists(`${this.prefix}:slow-sending`)) === 1) {
+      throw new Error(`the new holder (${taker}) read only after the slow reconcile had sent its writes: this run missed the case's schedule`);
+    }
+    return taker;
+  }
+
+  /** Lets the waiting new holder of the slow key go on to its effects. */
+  async takeoverGo(): Promise<void> {
+    await this.world.set(`${this.prefix}:takeover-go`, '1');
+  }
+
   /** The pid of the worker that took the slow reconcile (SLOW_KEY), once it started it. */
-  async slowWorker(timeoutMs = 60_000): Promise<ChildProcess> {
-    const pid = await waitFor('a worker to start the slow reconcile', timeoutMs, async () => (await this.world.get(`${this.prefix}:slow-started`)) ?? undefined);
+  async slowWorker(timeoutMs = 60_000, pollMs = 100): Promise<ChildProcess> {
+    const pid = await waitFor('a worker to start the slow reconcile', timeoutMs, async () => (await this.world.get(`${this.prefix}:slow-started`)) ?? undefined, pollMs);
     const child = this.workers.find((w) => String(w.pid) === pid);
     if (!child) throw new Error(`the slow reconcile runs in pid ${pid}, which is none of this case's workers`);
     return child;
@@ -81,11 +156,21 @@ export class FaultCase {
   }
 
   async check(timeoutMs = 60_000): Promise<CaseReport> {
-    return drainAndCheck({ name: this.name, storm: this.storm, redis: this.queueRedis, queue: this.queue, historyDir: this.historyDir, timeoutMs });
+    const api = this.api;
+    const state = this.stateEffects ? effectKeys(this.prefix, QUEUE_NAME).order : undefined;
+    const effects =
+      api || state
+        ? async (records: Parameters<typeof apiReads>[0]) => {
+            const s = state ? await stateStamps(this.queueRedis, state) : { reads: [], landed: [] };
+            return { reads: [...apiReads(records), ...s.reads], landed: [...(api ? await api.landed() : []), ...s.landed] };
+          }
+        : undefined;
+    return drainAndCheck({ name: this.name, storm: this.storm, redis: this.queueRedis, queue: this.queue, historyDir: this.historyDir, timeoutMs, ...(effects ? { effects } : {}) });
   }
 
   async close(): Promise<void> {
     this.storm.stop();
+    await this.api?.stop();
     for (const w of this.workers.splice(0)) {
       await stopProcess(w, 'SIGKILL');
     }
@@ -98,12 +183,26 @@ export class FaultCase {
   }
 }
 
-/** The assertions every case makes: no overlap, tokens in order, no lost update, nothing leaked. */
+/**
+ * How the effect cases write handler state: through the fenced helper (queue/fenced-write.ts), unless
+ * RIPPLE_FAULTS_STATE_WRITE=raw asks for the raw client, as handlers wrote before issue 28 — to watch a case
+ * catch the stale writes that helper exists to refuse.
+ */
+export function stateWriteUnderTest(): 'raw' | 'fenced' {
+  return process.env.RIPPLE_FAULTS_STATE_WRITE === 'raw' ? 'raw' : 'fenced';
+}
+
+/**
+ * The assertions every case makes: no stale effect landed, no overlap, tokens in order, no lost update, every
+ * key's last good run woken at its newest event's version, nothing leaked.
+ */
 export function expectClean(report: CaseReport): void {
-  expect({ overlaps: report.overlaps, tokenOrder: report.tokenOrder, lost: report.lost, leakedKeys: report.leakedKeys }).toEqual({
-    overlaps: 0,
-    tokenOrder: 0,
-    lost: 0,
-    leakedKeys: 0,
-  });
+  expect({
+    staleLanded: report.staleLanded ?? 0,
+    overlaps: report.overlaps,
+    tokenOrder: report.tokenOrder,
+    lost: report.lost,
+    woken: report.woken,
+    leakedKeys: report.leakedKeys,
+  }).toEqual({ staleLanded: 0, overlaps: 0, tokenOrder: 0, lost: 0, woken: 0, leakedKeys: 0 });
 }

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import type { WorkQueue } from '../../../queue/work-queue.js';
-import { checkHistory, parseHistory, type HistoryReport, type ReconcileRecord } from '../checker.js';
+import { checkEffects, checkHistory, parseHistory, type EffectsReport, type HistoryReport, type ReconcileRecord, type Stamp } from '../checker.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -24,13 +24,16 @@ export class Storm {
     readonly keys: string[],
   ) {}
 
-  /** One event for `key` now. */
+  /**
+   * One event for `key` now. It carries the object's new version, as the watcher passes an event's
+   * resourceVersion, so the woken-at path (ReconcileInfo.minResourceVersion) runs under every fault too.
+   */
   async event(key: string): Promise<void> {
-    await this.world.incr(`${this.prefix}:version:${key}`);
+    const version = await this.world.incr(`${this.prefix}:version:${key}`);
     const deadline = Date.now() + 90_000;
     for (;;) {
       try {
-        await this.queue.add(key);
+        await this.queue.add(key, 0, 'event', String(version));
         break;
       } catch (err) {
         if (Date.now() > deadline) throw err;
@@ -115,7 +118,7 @@ async function leftoverDetail(redis: Redis, queue: WorkQueue): Promise<Record<st
   };
 }
 
-export interface CaseReport extends HistoryReport {
+export interface CaseReport extends HistoryReport, Partial<Omit<EffectsReport, 'violations'>> {
   case: string;
   events: number;
   leakedKeys: number;
@@ -135,6 +138,8 @@ export async function drainAndCheck(opts: {
   queue: WorkQueue;
   historyDir: string;
   timeoutMs?: number;
+  /** The servers' record of the case's effects (test/faults/harness/effects.ts), judged once the queue settled. */
+  effects?: (records: readonly ReconcileRecord[]) => Promise<{ reads: Stamp[]; landed: Stamp[] }>;
 }): Promise<CaseReport> {
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
   const finals = await opts.storm.finalVersions();
@@ -142,17 +147,23 @@ export async function drainAndCheck(opts: {
   for (;;) {
     const left = await leftovers(opts.redis, opts.queue);
     const leakedKeys = Object.values(left).reduce((a, b) => a + b, 0);
-    const history = checkHistory(readHistory(opts.historyDir), finals);
+    const history = checkHistory(readHistory(opts.historyDir), finals, { woken: true });
     const drained = leakedKeys === 0 && history.lost === 0;
     report = { case: opts.name, events: opts.storm.sent, ...history, leakedKeys, leftovers: left, drained };
     if (drained || Date.now() > deadline) break;
     await sleep(250);
   }
+  if (opts.effects) {
+    const records = readHistory(opts.historyDir);
+    const { reads, landed } = await opts.effects(records);
+    const { violations, ...counts } = checkEffects(reads, landed, records);
+    report = { ...report, ...counts, violations: [...report.violations, ...violations] };
+  }
   // Counts first, one line, for the CI log and the issue's closing note.
   const { violations, leftovers: left, ...counts } = report;
   console.log(`faults: ${JSON.stringify(counts)}`);
-  // Overlaps and lost updates first: a history without tokens has a token-order line per reconcile.
-  const rank = { overlap: 0, lost: 1, 'token-order': 2 } as const;
+  // Stale effects, overlaps and lost updates first: a history without tokens has a token-order line per reconcile.
+  const rank = { 'stale-effect': 0, overlap: 1, lost: 2, woken: 3, 'token-order': 4 } as const;
   const worst = [...violations].sort((a, b) => rank[a.kind] - rank[b.kind]).slice(0, 10);
   if (violations.length > 0) console.log(`faults: ${opts.name} violations (first 10): ${JSON.stringify(worst)}`);
   if (report.leakedKeys > 0) console.log(`faults: ${opts.name} leftovers: ${JSON.stringify(left)} ${JSON.stringify(await leftoverDetail(opts.redis, opts.queue))}`);
