@@ -258,6 +258,12 @@ describe('parseModelServing', () => {
       expect(errorsOf(withSpec({ rolloutStrategy: { type: 'RoleRollingUpdate' } }, [role({ partition: 1, replicas: 2 })]))).toEqual([]);
     });
 
+    it('refuses a plugin that is not built in, naming the ones that are (Kthena cannot build its chain either)', () => {
+      expect(errorsOf(withSpec({ plugins: [{ name: 'lws-standard-labels' }, { name: 'my-plugin' }] }))).toEqual([
+        'spec.plugins[1].name: unknown plugin "my-plugin"; the built-in plugins are: lws-standard-labels',
+      ]);
+    });
+
     it("bounds a role's maxUnavailable by its replicas under RoleRollingUpdate", () => {
       const rr = { rolloutStrategy: { type: 'RoleRollingUpdate' } };
       expect(errorsOf(withSpec(rr, [role({ replicas: 2, maxUnavailable: 3 })]))).toEqual([

@@ -219,6 +219,9 @@ export const RolloutStrategySchema = z
     ],
   });
 
+/** Kthena's built-in plugins that Ripple runs (functions/reconcile-modelserving/plan/plugins.ts). */
+export const BUILT_IN_PLUGINS = ['lws-standard-labels'] as const;
+
 export const PluginSchema = z.object({
   name: z.string().min(1),
   type: z.enum(['BuiltIn']).default('BuiltIn'),
@@ -540,6 +543,13 @@ export function semanticErrors(ms: ModelServing): string[] {
           errors.push(`${at}.maxUnavailable: ${mu} is greater than the role's replicas (${role.replicas})`);
         }
       }
+    }
+  }
+
+  // Kthena refuses to build its plugin chain for a name it has not registered; so does Ripple, on status.
+  for (const [i, plugin] of (spec.plugins ?? []).entries()) {
+    if (!(BUILT_IN_PLUGINS as readonly string[]).includes(plugin.name)) {
+      errors.push(`spec.plugins[${i}].name: unknown plugin "${plugin.name}"; the built-in plugins are: ${BUILT_IN_PLUGINS.join(', ')}`);
     }
   }
 

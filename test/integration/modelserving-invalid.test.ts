@@ -142,4 +142,19 @@ describe('ModelServing bad input', () => {
     expect(condition(fixed.ms, 'ConfigValid')?.status).toBe('True');
     expect(fixed.ms.status?.phase).toBe('Ready');
   });
+
+  it('an unknown plugin is reported on status (ConfigValid=False) and nothing is created; the built-in lws-standard-labels runs', async () => {
+    await createMs(sb, withSpec(sb, 'plug', (s) => (s.plugins = [{ name: 'lws-standard-labels', type: 'BuiltIn' }, { name: 'my-plugin', type: 'BuiltIn' }])));
+    const plug = await waitInvalid(sb, 'plug');
+    expect(condition(plug, 'ConfigValid')).toMatchObject({
+      reason: 'InvalidSpec',
+      message: 'spec.plugins[1].name: unknown plugin "my-plugin"; the built-in plugins are: lws-standard-labels',
+    });
+    expect(plug.status?.phase).toBe('Failed');
+    expect(await listPods(sb, 'plug')).toHaveLength(0);
+    // Dropping it heals the ModelServing; the built-in one is no reason for a warning or a failure.
+    await patchMs(sb, 'plug', { spec: { plugins: [{ name: 'lws-standard-labels', type: 'BuiltIn' }] } });
+    const fixed = await waitConverged(sb, 'plug', { podsPerGroup: 1 });
+    expect(condition(fixed.ms, 'ConfigValid')?.status).toBe('True');
+  });
 });

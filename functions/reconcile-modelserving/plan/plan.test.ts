@@ -509,10 +509,30 @@ describe("Kthena's open bugs, fixed", () => {
     expect(s.pods.get('llm-0-prefill-0-0')?.metadata?.ownerReferences?.[0]?.uid).toBe('uid-1');
   });
 
-  it('warns that plugins are not run', () => {
-    expect(new Steps(makeMS({ plugins: [{ name: 'lws-labels' }] })).plan().warnings).toContain(
-      'spec.plugins (lws-labels) are not run by Ripple and are ignored',
-    );
+  it('runs lws-standard-labels (Kthena semantics): LWS labels on the pods of a ModelServing a LeaderWorkerSet owns, none otherwise', () => {
+    const plugins = [{ name: 'lws-standard-labels', type: 'BuiltIn' }];
+    const spec = { replicas: 2, plugins, template: { roles: [roleSpec('prefill', { workers: 2 })] } };
+    const owned = makeMS(spec);
+    owned.metadata.ownerReferences = [{ apiVersion: 'leaderworkerset.x-k8s.io/v1', kind: 'LeaderWorkerSet', name: 'vllm', uid: 'l1', controller: true }];
+    const pods = new Steps(owned).plan().actions.flatMap((a) => (a.kind === 'createPod' ? [a.pod] : []));
+    const worker = pods.find((p) => p.metadata?.name === 'llm-1-prefill-0-2');
+    expect(worker?.metadata?.labels).toMatchObject({
+      'leaderworkerset.sigs.k8s.io/name': 'vllm',
+      'leaderworkerset.sigs.k8s.io/group-index': '1',
+      'leaderworkerset.sigs.k8s.io/worker-index': '2',
+      // sha1("vllm-1"), as LWS computes its group key
+      'leaderworkerset.sigs.k8s.io/group-key': 'bd166cfc6625bff9af40e3ceb89d4c756abccaf4',
+    });
+    expect(pods.find((p) => p.metadata?.name === 'llm-0-prefill-0-0')?.metadata?.labels?.['leaderworkerset.sigs.k8s.io/worker-index']).toBe('0');
+    // Scope: entry pods only.
+    const entryOnly = makeMS({ ...spec, plugins: [{ ...plugins[0], scope: { target: 'Entry' } }] });
+    entryOnly.metadata.ownerReferences = owned.metadata.ownerReferences;
+    const scoped = new Steps(entryOnly).plan().actions.flatMap((a) => (a.kind === 'createPod' ? [a.pod] : []));
+    expect(scoped.filter((p) => p.metadata?.labels?.['leaderworkerset.sigs.k8s.io/name']).map((p) => p.metadata?.name)).toEqual(['llm-0-prefill-0-0', 'llm-1-prefill-0-0']);
+    // Not owned by a LeaderWorkerSet: nothing added, no warning.
+    const plain = new Steps(makeMS(spec)).plan();
+    expect(plain.actions.flatMap((a) => (a.kind === 'createPod' ? Object.keys(a.pod.metadata?.labels ?? {}) : [])).some((k) => k.startsWith('leaderworkerset'))).toBe(false);
+    expect(plain.warnings).toEqual([]);
   });
 
   it("leaves pods of other owners alone and says so", () => {

@@ -154,9 +154,6 @@ export function planModelServing(input: ObservedState): Plan {
     }
     ctx.requeueAt.push(now + 1000);
   }
-  if (ms.spec.plugins?.length) {
-    ctx.warnings.push(`spec.plugins (${ms.spec.plugins.map((p) => p.name).join(', ')}) are not run by Ripple and are ignored`);
-  }
   for (const name of ctx.idx.ignored) ctx.warnings.push(`pod ${name} carries this ModelServing's labels but is not one of its pods; ignored`);
   for (const og of ctx.idx.groups.values()) ctx.groups.set(og.ordinal, buildObservedGroup(og, ctx.rev));
 

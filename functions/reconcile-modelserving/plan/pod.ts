@@ -19,9 +19,11 @@ import {
   LABEL_ROLE_ID,
   LABEL_ROLE_TEMPLATE_HASH,
   entryPodName,
+  parseOrdinal,
   podName,
   roleId,
 } from './names.js';
+import { runPodCreatePlugins } from './plugins.js';
 import { controllerOwnerReference } from './owner.js';
 import { roleTemplateHash } from './revision.js';
 
@@ -90,7 +92,7 @@ export function desiredPod(ctx: RolePodContext, podIndex: number): V1Pod {
     c.env = [...kept, ...env];
   }
 
-  return {
+  const pod: V1Pod = {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
@@ -104,6 +106,11 @@ export function desiredPod(ctx: RolePodContext, podIndex: number): V1Pod {
     // the full PodSpec when the pod is created.
     spec: spec as unknown as V1PodSpec,
   };
+  const ordinal = parseOrdinal(groupName, ms.metadata.name);
+  if (ms.spec.plugins?.length && ordinal !== undefined) {
+    runPodCreatePlugins(pod, { ms, groupOrdinal: ordinal, roleName: role.name, entry, podIndex });
+  }
+  return pod;
 }
 
 interface ContainerLike {
