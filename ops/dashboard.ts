@@ -32,7 +32,13 @@ export function redactStacks(value: unknown): unknown {
   return out;
 }
 
-function board(queues: WorkQueue[], basePath: string, readOnlyMode: boolean, title: string): Hono {
+/** A link in the board's header menu (bull-board's `miscLinks`). */
+export interface BoardLink {
+  text: string;
+  url: string;
+}
+
+function board(queues: WorkQueue[], basePath: string, readOnlyMode: boolean, title: string, links: BoardLink[]): Hono {
   const adapter = new HonoAdapter(serveStatic);
   adapter.setBasePath(basePath);
   createBullBoard({
@@ -42,7 +48,7 @@ function board(queues: WorkQueue[], basePath: string, readOnlyMode: boolean, tit
     serverAdapter: adapter as unknown as IServerAdapter,
     // Read-only: no Redis INFO panel (version, memory, clients; its route answers 403) and no
     // per-queue CLIENT LIST (worker names and addresses), which the board would also run on every poll.
-    options: { uiConfig: readOnlyMode ? { boardTitle: title, hideRedisDetails: true, showWorkers: false } : { boardTitle: title } },
+    options: { uiConfig: readOnlyMode ? { boardTitle: title, hideRedisDetails: true, showWorkers: false, miscLinks: links } : { boardTitle: title, miscLinks: links } },
   });
   return adapter.registerPlugin();
 }
@@ -53,7 +59,7 @@ function board(queues: WorkQueue[], basePath: string, readOnlyMode: boolean, tit
  * its write routes, because bull-board's UI shows the retry/clean/remove buttons from each queue's
  * `readOnlyMode`: a read-only board does not offer what it would refuse.
  */
-export function mountDashboards(app: Hono, queues: WorkQueue[], token: string | undefined): void {
+export function mountDashboards(app: Hono, queues: WorkQueue[], token: string | undefined, links: BoardLink[] = []): void {
   // bull-board already answers 405 on write routes of read-only queues; this refuses every other
   // method too, including any route a future bull-board adds without the read-only check.
   app.use(`${DASHBOARD_PATH}/*`, async (c, next) => {
@@ -74,9 +80,9 @@ export function mountDashboards(app: Hono, queues: WorkQueue[], token: string | 
   });
   // bull-board's page sets <base href="/ui/">, so browsers come back to the trailing-slash form.
   app.get(`${DASHBOARD_PATH}/`, (c) => c.redirect(DASHBOARD_PATH));
-  app.route(DASHBOARD_PATH, board(queues, DASHBOARD_PATH, true, 'Ripple queues (read-only)'));
+  app.route(DASHBOARD_PATH, board(queues, DASHBOARD_PATH, true, 'Ripple queues (read-only)', links));
   app.use(`${ADMIN_DASHBOARD_PATH}`, requireToken({ token, basicRealm: 'ripple-ops' }));
   app.use(`${ADMIN_DASHBOARD_PATH}/*`, requireToken({ token, basicRealm: 'ripple-ops' }));
   app.get(`${ADMIN_DASHBOARD_PATH}/`, (c) => c.redirect(ADMIN_DASHBOARD_PATH));
-  app.route(ADMIN_DASHBOARD_PATH, board(queues, ADMIN_DASHBOARD_PATH, false, 'Ripple queues'));
+  app.route(ADMIN_DASHBOARD_PATH, board(queues, ADMIN_DASHBOARD_PATH, false, 'Ripple queues', links));
 }

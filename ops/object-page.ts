@@ -52,7 +52,7 @@ export const OBJECTS_SCRIPT = `'use strict';
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined) e.setAttribute(k, v);
-    for (const c of children.flat()) if (c !== undefined && c !== null) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    for (const c of children.flat(Infinity)) if (c !== undefined && c !== null) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     return e;
   }
   const phaseClass = (p) => (/^(Ready|Running|True)$/.test(p || '') ? 'phase good' : /^(Failed|NotAvailable|False)$/.test(p || '') ? 'phase bad' : /^(Degraded|Deleting|Creating|Starting|Progressing)$/.test(p || '') ? 'phase warn' : 'phase');

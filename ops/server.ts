@@ -134,7 +134,7 @@ export function opsApp(opts: OpsAppOptions): Hono {
   app.use('/api/resync/*', requireToken({ token: control.token }));
   app.route('/api/resync', resyncRoutes(control.host, control.log));
 
-  mountDashboards(app, queues, control.token);
+  mountDashboards(app, queues, control.token, control.objects ? [{ text: 'Objects', url: OBJECTS_PATH }] : []);
   if (control.objects) {
     const objects = objectRoutes({ sources: control.objects, roles: control.roles, queues: () => control.host.allQueues() });
     app.route(OBJECTS_API_PATH, objects.api);
