@@ -18,7 +18,7 @@ import { autoscalerNames, type AutoscalerNames } from './config/names.js';
 import { scaleToZeroPolicyFor } from './config/scale-to-zero-config.js';
 import type { StoredConfig } from './config/stored.js';
 import { withPrometheusSecrets, type PrometheusSecrets } from './config/stored-secrets.js';
-import { refreshConfig } from './config-store.js';
+import { namespaceSaturation, refreshConfig } from './config-store.js';
 import { FUNCTION_NAME } from './keys.js';
 import { mapBounded } from './bounded.js';
 import { listPerNamespace } from './per-namespace.js';
@@ -111,12 +111,12 @@ function errorText(err: unknown): string {
 export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<{ requeueAfterMs: number } | void> {
   const { names, problems } = autoscalerNames(ctx.env);
   for (const p of problems) ctx.log.warn(p);
-  const { config, prometheusSecrets } = await refreshConfig(ctx, names);
-  const intervalMs = config.controller.globalOptIntervalMs;
-  await ensureTickInterval(ctx, intervalMs);
-
   const namespace = watchNamespace(ctx.env);
   const { valid, allKeys } = await listVariantAutoscalings(ctx, namespace);
+  // The VAs' namespaces: their namespace-local saturation ConfigMaps are read too.
+  const { config, prometheusSecrets } = await refreshConfig(ctx, names, valid.map((va) => va.metadata.namespace ?? ''));
+  const intervalMs = config.controller.globalOptIntervalMs;
+  await ensureTickInterval(ctx, intervalMs);
   const apps = ctx.kc.makeApiClient(AppsV1Api);
   const core = ctx.kc.makeApiClient(CoreV1Api);
 
@@ -184,6 +184,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
     now,
     decisionTtlMs: decisionTtlMs(intervalMs),
     saturation: config.saturation,
+    saturationByNamespace: namespaceSaturation(config),
     scaleToZero: policyFor,
     freshness: config.controller.metricsFreshness,
     ...(gpuCapacity !== undefined ? { gpuCapacityByType: gpuCapacity } : {}),

@@ -47,16 +47,19 @@ describe('seed 003 triggers', () => {
     expect(enqueued(t, all(obj('nobody', 'llm')).create)).toEqual([]);
   });
 
-  it('ConfigMaps: the two names in the controller namespace, Create and Update, to @config', () => {
+  it('ConfigMaps: the two ConfigMaps under both generations of names in the controller namespace, Create and Update, to @config', () => {
     const t = triggerFor(Resources.configMap);
     expect(t.namespace).toBe('wva');
-    for (const name of [names.controllerConfigMap, names.saturationConfigMap]) {
+    const watched = ['workload-variant-autoscaler-variantautoscaling-config', 'saturation-scaling-config', 'wva-variantautoscaling-config', 'wva-saturation-scaling-config'];
+    for (const name of watched) {
       const e = all(obj(name, 'wva'));
       expect([enqueued(t, e.create), enqueued(t, e.update), enqueued(t, e.delete), enqueued(t, e.generic)]).toEqual([[CONFIG_KEY], [CONFIG_KEY], [], []]);
     }
     const other = all(obj('some-other-config', 'wva'));
     expect([enqueued(t, other.create), enqueued(t, other.update)]).toEqual([[], []]);
-    expect(enqueued(t, all(obj(names.saturationConfigMap, 'elsewhere')).update)).toEqual([]);
+    expect(enqueued(t, all(obj('wva-saturation-scaling-config', 'elsewhere')).update)).toEqual([]);
+    // The scale-to-zero ConfigMap is not in seed 003's list: each cycle reads it.
+    expect(enqueued(t, all(obj('wva-model-scale-to-zero-config', 'wva')).update)).toEqual([]);
   });
 
   it('ConfigMap names follow the environment', () => {

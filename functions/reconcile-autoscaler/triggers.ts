@@ -7,10 +7,12 @@
  * |-----------------|--------|-------------------------|--------|-------------------------------------|
  * | VA              | yes    | no                      | no     | the VA                              |
  * | Deployment      | yes    | no                      | yes    | the VAs naming it (same namespace)  |
- * | ConfigMap (2)   | yes    | yes                     | no     | `@config` (no VA)                   |
+ * | ConfigMap (2)²  | yes    | yes                     | no     | `@config` (no VA)                   |
  * | ServiceMonitor  | yes¹   | only deletionTimestamp  | yes    | `@service-monitor/<uid>` (no VA)    |
  *
  * ¹ processed, nothing to do: a new ServiceMonitor needs no warning.
+ * ² the controller and saturation ConfigMaps, under both generations of names (seed 003's and WVA's
+ *   `wva-*` since v0.5.1), with the same predicate.
  */
 import { parseVariantAutoscaling } from '../../api/variantautoscaling.js';
 import { Resources } from '../../kube/resources.js';
@@ -18,7 +20,7 @@ import type { Mapper, Trigger } from '../../runtime/function.js';
 import { mapToSelf } from '../../watcher/mappers.js';
 import { and, deletionStarted, objectMatches, onlyEvents, passes, type Predicate } from '../../watcher/predicates.js';
 import { keepFields, ONLY_METADATA } from '../../watcher/projection.js';
-import type { AutoscalerNames } from './config/names.js';
+import { watchedConfigMapNames, type AutoscalerNames } from './config/names.js';
 import { CONFIG_KEY } from './keys.js';
 import { belongsToInstance } from './saturation/active-variants.js';
 import { serviceMonitorKey } from './service-monitor.js';
@@ -48,7 +50,7 @@ const serviceMonitorEvents: Predicate = {
 const mapServiceMonitor: Mapper = (event) => (event.type === 'create' ? [] : [serviceMonitorKey(event.object.metadata.uid)]);
 
 export function autoscalerTriggers(names: AutoscalerNames): Trigger[] {
-  const configMaps = new Set([names.controllerConfigMap, names.saturationConfigMap]);
+  const configMaps = watchedConfigMapNames(names);
   return [
     {
       resource: Resources.variantAutoscaling,

@@ -69,6 +69,7 @@ export const storedConfigSchema = z.object({
   saturation: saturationConfigSetSchema,
   scaleToZero: scaleToZeroConfigSetSchema,
   versions: z.object({ controller: versionSchema, saturation: versionSchema, scaleToZero: versionSchema }),
+  namespaces: z.record(z.string(), z.object({ version: versionSchema, saturation: saturationConfigSetSchema })).optional(),
   /** RFC 3339: when a ConfigMap change was last applied. */
   refreshedAt: z.string(),
 });
@@ -77,6 +78,11 @@ export interface StoredConfig {
   saturation: SaturationConfigSet;
   scaleToZero: ScaleToZeroConfigSet;
   versions: { controller: string; saturation: string; scaleToZero: string };
+  /**
+   * Namespace-local saturation ConfigMaps (WVA since v0.5.1), by namespace: the version parsed and its
+   * configuration (used only when it has a usable entry). Only namespaces with VAs and such a ConfigMap.
+   */
+  namespaces?: Record<string, { version: string; saturation: SaturationConfigSet }>;
   refreshedAt: string;
 }
 

@@ -44,6 +44,11 @@ export interface CycleOptions {
   /** How long a decision may be published without a newer one (absent: until replaced). */
   decisionTtlMs?: number;
   saturation: SaturationConfigSet;
+  /**
+   * Namespace-local saturation ConfigMaps (WVA since v0.5.1): a namespace's own configuration replaces
+   * `saturation` for its models, as a whole. `enableLimiter` stays `saturation`'s (the GPUs are shared).
+   */
+  saturationByNamespace?: Readonly<Record<string, SaturationConfigSet>>;
   scaleToZero: (modelID: string, namespace: string) => ScaleToZeroPolicy;
   /** GPUs per accelerator type; required for the limiter (`enableLimiter` in the default entry). */
   gpuCapacityByType?: Readonly<Record<string, number>>;
@@ -139,7 +144,7 @@ function fallbackDecisions(
 }
 
 function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options: CycleOptions, stamp: Stamp): { decisions: VariantDecision[]; summary: ModelSummary; spare: Map<string, number> } {
-  const { thresholds, overrideKey } = saturationThresholdsFor(options.saturation, group.modelID, group.namespace);
+  const { thresholds, overrideKey } = saturationThresholdsFor(options.saturationByNamespace?.[group.namespace] ?? options.saturation, group.modelID, group.namespace);
   const summaryBase = { key: group.key, thresholds, ...(overrideKey !== undefined ? { overrideKey } : {}) };
   const metrics = inputs?.metrics ?? { status: 'error', message: 'metrics were not collected' };
 
