@@ -45,7 +45,7 @@ describe('reconcile-autoscaler: decisions of inactive VAs are not published (iss
     // dup-b alone first: the hot pod makes it ask for 2.
     await createVA(sb, 'dup-b', { model: 'dup-model', target: 'dup' });
     await loop.cycle();
-    await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'dup' }, 2);
+    await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'dup-b' }, 2);
 
     // The hot pod is replaced by a steady one, and dup-a (first by name) takes the Deployment over:
     // 1 replica is enough now.
@@ -60,8 +60,10 @@ describe('reconcile-autoscaler: decisions of inactive VAs are not published (iss
     await createVA(sb, 'dup-a', { model: 'dup-model', target: 'dup' });
     await waitForCondition(sb, 'dup-a', 'TargetResolved', 'True');
     await loop.cycle();
-    await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'dup' }, 1);
-    expect(await loop.scrapedCount('wva_desired_replicas', { variant_name: 'dup' })).toBe(1);
+    await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'dup-a' }, 1);
+    // variant_name is each VA's name: dup-b's frozen 2 is gone, not merely outvoted.
+    await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'dup-b' }, undefined);
+    expect(await loop.scrapedCount('wva_desired_replicas', {})).toBe(1);
     const b = await waitForCondition(sb, 'dup-b', 'OptimizationReady', 'False', 'SkippedProcessing');
     expect(condition(b.status, 'OptimizationReady')?.message).toContain('already scaled by VariantAutoscaling dup-a');
   });

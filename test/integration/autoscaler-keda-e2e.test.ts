@@ -65,13 +65,13 @@ const eventListSchema = z.object({
   ),
 });
 
-/** The repository's example ScaledObject, pointed at this test's Deployment, namespace and Prometheus. */
+/** The repository's example ScaledObject, pointed at this test's Deployment (`target`), VA (`variant`), namespace and Prometheus. */
 function exampleScaledObject(name: string, target: string, variant: string, namespace: string, prometheusUrl: string): ScaledObject {
   const docs = parseAllDocuments(readFileSync('infra/examples/autoscaler/keda-scaledobject.yaml', 'utf8')).map((d) => d.toJS() as unknown);
   const so = scaledObjectSchema.parse(docs.find((d) => scaledObjectSchema.safeParse(d).success));
   const triggers = so.spec.triggers.map((t) =>
     t.type === 'prometheus'
-      ? { ...t, metadata: { ...t.metadata, serverAddress: prometheusUrl, query: t.metadata.query.replaceAll('llama-8b-a100', variant).replaceAll('llm-inference', namespace) } }
+      ? { ...t, metadata: { ...t.metadata, serverAddress: prometheusUrl, query: t.metadata.query.replaceAll('llama-8b-a100-va', variant).replaceAll('llm-inference', namespace) } }
       : t,
   );
   return { ...so, metadata: { name, namespace }, spec: { ...so.spec, scaleTargetRef: { name: target }, triggers } };

@@ -11,12 +11,12 @@ const scaledObjectSchema = z.object({
   spec: z.object({ triggers: z.array(z.object({ type: z.string(), metadata: z.object({ query: z.string() }) })) }),
 });
 
-/** The example's query, pointed at this test's Deployment and namespace. */
+/** The example's query, pointed at this test's VA and namespace. */
 function exampleQuery(variant: string, namespace: string): string {
   const docs = parseAllDocuments(readFileSync('infra/examples/autoscaler/keda-scaledobject.yaml', 'utf8')).map((d) => d.toJS() as unknown);
   const so = scaledObjectSchema.parse(docs.find((d) => scaledObjectSchema.safeParse(d).success));
   const query = so.spec.triggers.find((t) => t.type === 'prometheus')?.metadata.query ?? '';
-  return query.replaceAll('llama-8b-a100', variant).replaceAll('llm-inference', namespace);
+  return query.replaceAll('llama-8b-a100-va', variant).replaceAll('llm-inference', namespace);
 }
 
 // Issue 14 scenario 6: during an ops-server rollout two Ripple processes export the same wva_*

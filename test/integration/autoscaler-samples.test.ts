@@ -111,6 +111,12 @@ describe('VariantAutoscaling CRD and manifests', () => {
       .parse(parseAllDocuments(readFileSync(path.join(examples, 'hpa.yaml'), 'utf8'))[0]?.toJS());
     const metric = hpa.spec.metrics[0]!.external.metric;
     expect(metric.name).toBe(METRIC.desiredReplicas);
+    // variant_name is the VA's name by default (WVA since v0.5.1), and the example's VA is not named as its Deployment.
+    const va = z
+      .object({ metadata: z.object({ name: z.string() }), spec: z.object({ scaleTargetRef: z.object({ name: z.string() }) }) })
+      .parse(parseAllDocuments(readFileSync(path.join(examples, 'variantautoscaling.yaml'), 'utf8'))[0]?.toJS());
+    expect(va.metadata.name).not.toBe(va.spec.scaleTargetRef.name);
+    expect(metric.selector.matchLabels[LABEL.variantName]).toBe(va.metadata.name);
     for (const label of Object.keys(metric.selector.matchLabels)) expect(exported.has(label), label).toBe(true);
 
     const keda = z
@@ -119,6 +125,7 @@ describe('VariantAutoscaling CRD and manifests', () => {
     const query = keda.spec.triggers[0]!.metadata.query;
     // Aggregated: every Ripple process exports the series, and KEDA refuses a query returning several (issue 14 scenario 6).
     expect(query.startsWith(`max(${METRIC.desiredReplicas}{`)).toBe(true);
+    expect(query).toContain(`${LABEL.variantName}="${va.metadata.name}"`);
     for (const [, label] of query.matchAll(/(\w+)=/g)) expect(exported.has(label!), label).toBe(true);
   });
 });

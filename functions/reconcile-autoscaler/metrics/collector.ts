@@ -9,10 +9,10 @@ import { readForScrape } from '../../../queue/scrape.js';
 import type { MetricsDeps } from '../../../runtime/function.js';
 import { autoscalerNames } from '../config/names.js';
 import { readAllSeries, readCycleRecord } from '../state.js';
-import { LABEL, LAST_OPTIMIZATION_HELP, LAST_OPTIMIZATION_METRIC, METRIC, METRIC_HELP, metricLabelNames, replicaSeries, type MetricName } from './series.js';
+import { LABEL, LAST_OPTIMIZATION_HELP, LAST_OPTIMIZATION_METRIC, METRIC, METRIC_HELP, metricLabelNames, replicaSeries, variantNameLabelValue, type MetricName } from './series.js';
 
 export function registerAutoscalerMetrics(registry: Registry, deps: MetricsDeps): void {
-  const instance = autoscalerNames(deps.env).names.controllerInstance;
+  const { controllerInstance: instance, variantNameLabel } = autoscalerNames(deps.env).names;
   const labelNames = metricLabelNames(instance);
   for (const name of Object.values(METRIC) as MetricName[]) {
     new Gauge({
@@ -25,8 +25,8 @@ export function registerAutoscalerMetrics(registry: Registry, deps: MetricsDeps)
         // Bounded: with Redis down the read would wait for ever and hang /metrics. No series then,
         // rather than stale ones: an HPA must not act on a decision it cannot confirm.
         const series = await readForScrape(() => readAllSeries(deps.redis, deps.prefix));
-        for (const { record } of series ?? []) {
-          const key = { variantName: record.variantName, namespace: record.namespace, accelerator: record.accelerator, ...(instance !== undefined ? { controllerInstance: instance } : {}) };
+        for (const { vaKey, record } of series ?? []) {
+          const key = { variantName: variantNameLabelValue(variantNameLabel, vaKey, record.variantName), namespace: record.namespace, accelerator: record.accelerator, ...(instance !== undefined ? { controllerInstance: instance } : {}) };
           for (const s of replicaSeries(key, record.current, record.desired)) if (s.name === name) this.set(s.labels, s.value);
         }
       },

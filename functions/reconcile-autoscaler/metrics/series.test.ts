@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { metricLabelNames, replicaSeries } from './series.js';
+import { metricLabelNames, replicaSeries, variantNameLabelValue } from './series.js';
 
 describe('replicaSeries', () => {
   it('exports the four gauges with WVA’s labels; ratio = desired/current', () => {
@@ -17,5 +17,12 @@ describe('replicaSeries', () => {
     expect(s[0]?.labels).toEqual({ variant_name: 'd', namespace: 'n', accelerator_type: 'H100', controller_instance: 'team-a' });
     expect(metricLabelNames('team-a')).toEqual(['variant_name', 'namespace', 'accelerator_type', 'controller_instance']);
     expect(metricLabelNames(undefined)).toEqual(['variant_name', 'namespace', 'accelerator_type']);
+  });
+});
+
+describe('variantNameLabelValue', () => {
+  it("is the VA's name by default (WVA since v0.5.1), the scale target's with scale-target (v0.5.0)", () => {
+    expect(variantNameLabelValue('variantautoscaling', 'llm/llama-8b-autoscaler', 'llama-8b')).toBe('llama-8b-autoscaler');
+    expect(variantNameLabelValue('scale-target', 'llm/llama-8b-autoscaler', 'llama-8b')).toBe('llama-8b');
   });
 });

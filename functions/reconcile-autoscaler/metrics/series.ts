@@ -2,6 +2,7 @@
  * The gauges the autoscaler exports for HPA and KEDA, as data: names, label names and the values of
  * one VA's series. The ops server owns the registry; this only says what to set or remove.
  */
+import type { VariantNameLabel } from '../config/names.js';
 
 export const METRIC = {
   desiredReplicas: 'wva_desired_replicas',
@@ -41,7 +42,7 @@ export function metricLabelNames(controllerInstance: string | undefined): string
 }
 
 export interface SeriesKey {
-  /** The scale target (Deployment) name: HPA selectors match variant_name on it. */
+  /** The `variant_name` label: see `variantNameLabelValue`. */
   variantName: string;
   namespace: string;
   accelerator: string;
@@ -71,4 +72,13 @@ export function replicaSeries(k: SeriesKey, current: number, desired: number): S
     { name: METRIC.optimizedReplicas, labels, value: desired },
     { name: METRIC.desiredRatio, labels, value: current === 0 ? desired : desired / current },
   ];
+}
+
+/**
+ * The `variant_name` of a VA's series. WVA writes the VariantAutoscaling's name since v0.5.1 (commit
+ * 4cbe71f), so current HPA and ScaledObject samples select on it; WVA v0.5.0 wrote the scale target's
+ * name, which `VARIANT_NAME_LABEL=scale-target` keeps for selectors written then.
+ */
+export function variantNameLabelValue(mode: VariantNameLabel, vaKey: string, scaleTargetName: string): string {
+  return mode === 'scale-target' ? scaleTargetName : vaKey.slice(vaKey.indexOf('/') + 1);
 }
