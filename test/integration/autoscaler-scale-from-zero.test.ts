@@ -1,46 +1,12 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readCycleRecord } from '../../functions/reconcile-autoscaler/state.js';
+import { EppEmitter, LEGACY_EPP_QUEUE } from '../fixtures/epp-emitter.js';
 import { waitFor } from '../harness/sandbox.js';
 import { condition, createDeployment, createVA, loadPods, readVA, runningPods, scaleDeployment, upsertConfigMap, waitForCondition } from './autoscaler-helpers.js';
 import { STEADY, startLoop, waitForScraped, type Loop } from './autoscaler-loop.js';
 
-/**
- * A stand-in for the inference gateway's endpoint picker (EPP) as one Prometheus target: its
- * flow-control queue gauge, with the labels WVA v0.5.0's scale-from-zero engine reads
- * (`target_model_name`) and the `namespace` Kubernetes service discovery gives the EPP's pod.
- */
-class EppEmitter {
-  private readonly queued = new Map<string, number>();
-  private server?: Server;
-
-  async start(): Promise<string> {
-    this.server = createServer((req, res) => {
-      if (req.url !== '/metrics') {
-        res.writeHead(404).end();
-        return;
-      }
-      const lines = ['# TYPE inference_extension_flow_control_queue_size gauge'];
-      for (const [key, n] of this.queued) {
-        const [namespace, model] = key.split('\u0000') as [string, string];
-        lines.push(`inference_extension_flow_control_queue_size{fairness_id="default",inference_pool="pool",model_name="${model}",namespace="${namespace}",priority="0",target_model_name="${model}"} ${n}`);
-      }
-      res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' }).end(`${lines.join('\n')}\n`);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    return `127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  set(namespace: string, model: string, waiting: number): void {
-    this.queued.set(`${namespace}\u0000${model}`, waiting);
-  }
-
-  async stop(): Promise<void> {
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
-}
-
+/** WVA v0.5.0's name of the gateway's queue gauge: the scenario as issue 14 wrote it. */
+const LEGACY = LEGACY_EPP_QUEUE;
 const MODEL = 'sfz-model';
 
 // Issue 14 scenario 5: scale-to-zero was a one-way door. Once the enforcer's 0 had been applied, the
@@ -53,7 +19,7 @@ describe('reconcile-autoscaler: scale from zero when requests wait in the infere
 
   async function eppScraped(value: number): Promise<void> {
     await waitFor(`the EPP queue of ${MODEL} = ${value} in Prometheus`, 30_000, async () => {
-      const r = await loop.query(`sum(inference_extension_flow_control_queue_size{namespace="${loop.sb.namespace}",target_model_name="${MODEL}"})`);
+      const r = await loop.query(`sum(${LEGACY}{namespace="${loop.sb.namespace}",target_model_name="${MODEL}"})`);
       return r.length === 1 && r[0]?.value === value ? true : undefined;
     });
   }
@@ -78,7 +44,7 @@ describe('reconcile-autoscaler: scale from zero when requests wait in the infere
     await createVA(sb, 'sfz-dear', { model: MODEL, cost: '40' });
     const cheapPods = await loadPods(sb, emitter, 'sfz-cheap', MODEL, 1, STEADY);
     const dearPods = await loadPods(sb, emitter, 'sfz-dear', MODEL, 1, STEADY);
-    epp.set(sb.namespace, MODEL, 0);
+    epp.set(sb.namespace, MODEL, 0, LEGACY);
     await loop.waitForVllmSeries(MODEL, 2);
     await eppScraped(0);
     await waitFor('no request over the retention period', 30_000, async () => {
@@ -99,7 +65,7 @@ describe('reconcile-autoscaler: scale from zero when requests wait in the infere
     await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'sfz-cheap' }, 0);
 
     // Requests arrive: the gateway queues them, as there is no pod to send them to.
-    epp.set(sb.namespace, MODEL, 3);
+    epp.set(sb.namespace, MODEL, 3, LEGACY);
     await eppScraped(3);
     await loop.cycle();
     await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'sfz-cheap' }, 1);
@@ -115,13 +81,13 @@ describe('reconcile-autoscaler: scale from zero when requests wait in the infere
   it('without a tick: while the gateway is scraped, a model at zero is looked at again within seconds', async () => {
     const { sb } = loop;
     // The demand goes away before anything scaled up: back to 0.
-    epp.set(sb.namespace, MODEL, 0);
+    epp.set(sb.namespace, MODEL, 0, LEGACY);
     await eppScraped(0);
     await loop.cycle();
     await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'sfz-cheap' }, 0);
 
     // GLOBAL_OPT_INTERVAL is 1h here: only the quick re-check of a model at zero can see this.
-    epp.set(sb.namespace, MODEL, 2);
+    epp.set(sb.namespace, MODEL, 2, LEGACY);
     await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'sfz-cheap' }, 1, 45_000);
   });
 

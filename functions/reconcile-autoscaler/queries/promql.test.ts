@@ -21,8 +21,10 @@ describe('PromQL builders', () => {
 
   it('builds the gateway queue query of scale from zero: target_model_name (WVA v0.5.0), else model_name (v0.5.1)', () => {
     expect(pendingRequestsQuery(m)).toBe(
-      'sum(inference_extension_flow_control_queue_size{namespace="llm-d-sim",target_model_name="default/default"}) or ' +
-        'sum(inference_extension_flow_control_queue_size{namespace="llm-d-sim",model_name="default/default",target_model_name=""})',
+      'sum(llm_d_epp_flow_control_queue_size{namespace="llm-d-sim",target_model_name="default/default"} or ' +
+        'inference_extension_flow_control_queue_size{namespace="llm-d-sim",target_model_name="default/default"}) or ' +
+        'sum(llm_d_epp_flow_control_queue_size{namespace="llm-d-sim",model_name="default/default",target_model_name=""} or ' +
+        'inference_extension_flow_control_queue_size{namespace="llm-d-sim",model_name="default/default",target_model_name=""})',
     );
     expect(modelQueries(m, { enabled: false, retentionMs: 600_000 }).pendingRequests).toBeUndefined();
     expect(modelQueries(m, { enabled: true, retentionMs: 600_000 }).pendingRequests).toBe(pendingRequestsQuery(m));

@@ -55,20 +55,29 @@ export function requestCountQuery(m: ModelSelector, retentionMs: number): string
 
 /**
  * The inference gateway's endpoint picker (EPP) queues requests it cannot place yet in its flow-control
- * layer; WVA v0.5.0's scale-from-zero engine reads this gauge. Its model label is `target_model_name`
- * (v0.5.0); WVA v0.5.1 also accepts `model_name` on series without a target model, and so does this.
+ * layer. Current EPPs export the gauge as `llm_d_epp_flow_control_queue_size`; older ones (the name WVA
+ * v0.5.0 reads) as `inference_extension_flow_control_queue_size`. The model label is
+ * `target_model_name`; WVA v0.5.1 also accepts `model_name` on series without a target model, and so
+ * does this.
  */
-export const EPP_FLOW_CONTROL_QUEUE_SIZE = 'inference_extension_flow_control_queue_size';
+export const EPP_FLOW_CONTROL_QUEUE_SIZE = 'llm_d_epp_flow_control_queue_size';
+export const LEGACY_EPP_FLOW_CONTROL_QUEUE_SIZE = 'inference_extension_flow_control_queue_size';
 
 /**
  * Requests of the model waiting in the gateway, summed over its EPPs (and their fairness and
  * priority bands). The EPP runs in the namespace of its InferencePool, which is that of the pods it
  * serves, so `namespace` is the model's. No series at all: no EPP is scraped for the model.
+ *
+ * Per EPP the current name wins: `current or legacy` keeps a legacy series only where no current
+ * series has the same labels (PromQL's set union ignores the metric name), so an EPP exporting both
+ * during an upgrade is counted once, an EPP still on the old name is counted, and a current 0 is not
+ * overruled by a legacy value (upstream's fallback, llm-d-autoscaling 3300e6f).
  */
 export function pendingRequestsQuery(m: ModelSelector): string {
   const ns = `namespace=${promqlString(m.namespace)}`;
   const model = promqlString(m.modelID);
-  return `sum(${EPP_FLOW_CONTROL_QUEUE_SIZE}{${ns},target_model_name=${model}}) or sum(${EPP_FLOW_CONTROL_QUEUE_SIZE}{${ns},model_name=${model},target_model_name=""})`;
+  const either = (matchers: string) => `${EPP_FLOW_CONTROL_QUEUE_SIZE}{${matchers}} or ${LEGACY_EPP_FLOW_CONTROL_QUEUE_SIZE}{${matchers}}`;
+  return `sum(${either(`${ns},target_model_name=${model}`)}) or sum(${either(`${ns},model_name=${model},target_model_name=""`)})`;
 }
 
 export interface ModelQueries {
