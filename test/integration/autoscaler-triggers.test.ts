@@ -212,7 +212,8 @@ describe('reconcile-autoscaler triggers against real watch events (seed 003)', (
     // Outside any claim, as another process's tooling would write: plain writes, no fence.
     const stateIO = { redis: sb.redis, prefix: sb.prefix, state: plainStateWriter(sb.redis, sb.prefix, FUNCTION_NAME) };
     try {
-      const labels = { variant_name: 'llama', namespace: sb.namespace, accelerator_type: 'A100' };
+      // variant_name is the VA's name (WVA since v0.5.1), not its Deployment's.
+      const labels = { variant_name: 'va-llama', namespace: sb.namespace, accelerator_type: 'A100' };
       expect(await registry.getSingleMetricAsString('wva_desired_replicas')).toContain('# TYPE wva_desired_replicas gauge');
       expect(await metricValue(registry, 'wva_desired_replicas', labels)).toBeUndefined();
       // Written by "another process": this process's registry shows it at the next scrape.
