@@ -7,8 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { BUILT_IN_PLUGINS} from '../../../api/modelserving.js';
-import { type ModelServing, type Plugin } from '../../../api/modelserving.js';
+import type { BUILT_IN_PLUGINS, ModelServing, Plugin } from '../../../api/modelserving.js';
 
 export interface PodHookRequest {
   ms: ModelServing;
