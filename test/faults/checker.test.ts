@@ -59,14 +59,19 @@ describe('fault history checker', () => {
     expect(parseHistory(`${line}\n${line}\n{"key":"k","tok`)).toHaveLength(2);
   });
 
-  it('checks the woken-at version only when asked: the last accepted reconcile must be woken at the final version', () => {
+  it('checks the woken-at version only when asked: an accepted reconcile of the key must be woken at its final version', () => {
     const history = [rec({ token: '1', start: 0, end: 1, version: 3, woken: '2' }), rec({ key: 'j', token: '2', start: 0, end: 1, version: 4, woken: '4' })];
     const finals = new Map([['k', 3], ['j', 4]]);
     expect(checkHistory(history, finals).woken).toBe(0);
     const r = checkHistory(history, finals, { woken: true });
     expect(r.woken).toBe(1);
     expect(r.violations).toEqual([expect.objectContaining({ kind: 'woken', key: 'k' })]);
-    expect(checkHistory([rec({ version: 3 })], new Map([['k', 3]]), { woken: true }).woken).toBe(1);
+    // A later run woken with no new event (a dirty mark, a resync) does not undo the one that took the version.
+    const later = [rec({ token: '1', start: 0, end: 1, version: 3, woken: '3' }), rec({ token: '2', start: 2, end: 3, version: 3 })];
+    expect(checkHistory(later, new Map([['k', 3]]), { woken: true }).woken).toBe(0);
+    // A version taken by a run that was fenced out only counts once an accepted run gets it.
+    const fenced = [rec({ token: '1', start: 0, end: 1, version: 3, woken: '3', outcome: 'fenced-out' }), rec({ token: '2', start: 2, end: 3, version: 3 })];
+    expect(checkHistory(fenced, new Map([['k', 3]]), { woken: true }).woken).toBe(1);
   });
 });
 

@@ -3,7 +3,7 @@ import { createRedis } from '../../queue/connection.js';
 import { scriptSha } from '../../queue/run-script.js';
 import { SWEEP } from '../../queue/scripts.js';
 import { sweepQueue } from '../../queue/sweep.js';
-import { WorkQueue } from '../../queue/work-queue.js';
+import { RECONCILE_JOB, WorkQueue } from '../../queue/work-queue.js';
 import { createLogger } from '../../runtime/log.js';
 import { waitFor } from '../harness/sandbox.js';
 import { expectClean, FaultCase, QUEUE_NAME } from './harness/fault-case.js';
@@ -59,6 +59,37 @@ describe('fault: a lost reply', () => {
     const report = await c.check(30_000);
     expectClean(report);
     expect(waitedMs).toBeLessThan(2_000);
+  });
+
+  it('RELEASE_AND_FINISH executed, its reply lost, a resync sweep before the resend: the reschedule it decided still happens', async () => {
+    const redis = track(await RedisProcess.start());
+    const proxy = track(new ReplyDropProxy({ host: '127.0.0.1', port: redis.port }));
+    await proxy.start();
+    const c = track(new FaultCase('release-swept', redis.url, 1));
+    const key = c.storm.keys[0]!;
+    // A long lease: a pending job left to its own time waits for it.
+    await c.startWorker({ QUEUE_URL: `redis://127.0.0.1:${proxy.port}`, LOCK_MS: '15000', STALLED_MS: '15000', CONCURRENCY: '2', SLOW_KEY: key, SLOW_ASYNC_MS: '1500' });
+
+    await c.storm.event(key);
+    await c.slowWorker();
+    // A second job for the held key (an enqueuer's late add, as queue-contracts' stalled enqueuer makes): CLAIM
+    // finds the key held, makes it the key's pending job, delayed until the lease ends, and marks the key dirty.
+    // The holder's release must bring it forward (a reschedule, done after RELEASE on its answer).
+    await c.queue.bull.add(RECONCILE_JOB, { key, reason: 'event' }, { jobId: `${key}#late` });
+    await waitFor('the late job to wait for the lease', 30_000, async () => (await c.queue.bull.getJobState(`${key}#late`)) === 'delayed');
+    proxy.arm('success', '*6\r\n', { refuseAfterDrop: true });
+    await waitFor('the RELEASE_AND_FINISH reply to be dropped', 30_000, async () => proxy.dropped === 1);
+    // A resync tick elsewhere sweeps the queue before the resend arrives.
+    await sweepQueue(c.queue, createLogger('faults-release-swept', 'fatal'));
+    const allowedAt = Date.now();
+    proxy.allow();
+    const second = await waitFor('the key to run again', 40_000, async () => (await c.starts(key))[1]);
+    const waitedMs = Number(second.split(':')[2]) - allowedAt;
+    console.log(`faults: release-swept the rescheduled job started ${waitedMs} ms after the resend could go (lease 15 s)`);
+
+    const report = await c.check(30_000);
+    expectClean(report);
+    expect(waitedMs).toBeLessThan(3_000);
   });
 
   it('SWEEP executed, its reply lost: the keys it swept are enqueued all the same', async () => {

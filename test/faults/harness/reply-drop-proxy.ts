@@ -12,6 +12,8 @@ export class ReplyDropProxy {
   private server?: net.Server;
   private marker: Buffer | undefined;
   private replyPrefix = '';
+  private refuseAfterDrop = false;
+  private refusing = false;
   /** How many replies were dropped. */
   dropped = 0;
   port = 0;
@@ -20,6 +22,10 @@ export class ReplyDropProxy {
 
   async start(): Promise<void> {
     this.server = net.createServer((client) => {
+      if (this.refusing) {
+        client.destroy();
+        return;
+      }
       const upstream = net.connect(this.target.port, this.target.host);
       let dropNextReply = false;
       for (const s of [client, upstream]) {
@@ -38,6 +44,7 @@ export class ReplyDropProxy {
         if (dropNextReply && chunk.toString('latin1').includes(this.replyPrefix)) {
           dropNextReply = false;
           this.dropped++;
+          if (this.refuseAfterDrop) this.refusing = true;
           client.destroy();
           upstream.destroy();
           return;
@@ -51,13 +58,24 @@ export class ReplyDropProxy {
     this.port = (this.server.address() as net.AddressInfo).port;
   }
 
-  /** Drops the reply (starting with `replyPrefix`, RESP) to the next request that contains `marker`. */
-  arm(marker: string, replyPrefix: string): void {
+  /**
+   * Drops the reply (starting with `replyPrefix`, RESP) to the next request that contains `marker`. With
+   * `refuseAfterDrop`, new connections are then refused until allow(): the client's resend waits, as it does
+   * while a partition lasts, and the case can run something else against Redis before it arrives.
+   */
+  arm(marker: string, replyPrefix: string, opts: { refuseAfterDrop?: boolean } = {}): void {
     this.marker = Buffer.from(marker);
     this.replyPrefix = replyPrefix;
+    this.refuseAfterDrop = opts.refuseAfterDrop ?? false;
+  }
+
+  /** Accepts connections again (after a drop armed with `refuseAfterDrop`). */
+  allow(): void {
+    this.refusing = false;
   }
 
   async stop(): Promise<void> {
+    this.refusing = true;
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
   }
