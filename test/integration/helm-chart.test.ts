@@ -97,12 +97,23 @@ const deploymentSchema = z.object({
   }),
 });
 
+const TOKEN = 'a-function-token-of-32-characters';
+const MONITORING = ['--set', 'monitoring.podMonitor.enabled=true', '--set', 'monitoring.prometheusRule.enabled=true', '--set', 'monitoring.dashboard.enabled=true', '--set', 'networkPolicy.enabled=true'];
 /** A value for each way of running Ripple; every platform kind the chart can render is in one of them. */
 const MODES: Record<string, string[]> = {
   'all-in-one': [],
-  'scaled with KEDA and a ServiceMonitor': ['--set', 'mode=scaled', '--set', 'keda.enabled=true', '--set', 'serviceMonitor.enabled=true', '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379'],
-  'serverless on Knative': ['--set', 'mode=serverless'],
-  'serverless on OpenFaaS': ['--set', 'mode=serverless', '--set', 'serverless.platform=openfaas'],
+  'scaled with KEDA and monitoring': ['--set', 'mode=scaled', '--set', 'keda.enabled=true', ...MONITORING, '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379'],
+  'serverless on Knative': ['--set', 'mode=serverless', '--set', `functionToken.value=${TOKEN}`, ...MONITORING],
+  'serverless on OpenFaaS': ['--set', 'mode=serverless', '--set', 'serverless.platform=openfaas', '--set', `functionToken.value=${TOKEN}`, ...MONITORING],
+};
+/** The values files the docs show (charts/ripple/examples), each a way a platform team installs Ripple. */
+const EXAMPLES = readdirSync(path.join(chart, 'examples')).filter((f) => f.endsWith('.yaml')).sort();
+/** Secrets the examples name, created (with these keys) in the test's namespace before the dry runs. */
+const EXAMPLE_SECRETS: Record<string, Record<string, string>> = {
+  'ripple-redis': { url: 'rediss://:pw@redis.example:6380' },
+  'ripple-redis-ca': { 'ca.crt': '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' },
+  'ripple-ops-token': { token: 'an-ops-token-of-32-characters-xx' },
+  'ripple-function-token': { token: TOKEN },
 };
 
 // ---- minimal CRDs of the platform kinds the chart renders ----
@@ -167,20 +178,56 @@ const PLATFORM_CRDS = [
                     livenessProbe: preserve,
                     resources: preserve,
                     securityContext: preserve,
+                    volumeMounts: looseArray,
                   },
                 },
               },
+              volumes: looseArray,
+              nodeSelector: stringMap,
+              affinity: preserve,
+              tolerations: looseArray,
+              priorityClassName: str,
+              topologySpreadConstraints: looseArray,
             },
           },
         },
       },
     },
   }),
-  crd('monitoring.coreos.com', 'ServiceMonitor', 'servicemonitors', 'v1', {
+  // The Prometheus Operator's PodMonitor and PrometheusRule (monitoring.coreos.com/v1), for the fields the chart sets.
+  crd('monitoring.coreos.com', 'PodMonitor', 'podmonitors', 'v1', {
     required: ['selector'],
     properties: {
       selector: { type: 'object', properties: { matchLabels: stringMap } },
-      endpoints: { type: 'array', items: { type: 'object', properties: { port: str, path: str, interval: { type: 'string', pattern: '^(0|(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$' } } } },
+      namespaceSelector: { type: 'object', properties: { any: bool, matchNames: { type: 'array', items: str } } },
+      podMetricsEndpoints: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: {
+            port: str,
+            targetPort: { 'x-kubernetes-int-or-string': true },
+            path: str,
+            interval: { type: 'string', pattern: '^(0|(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$' },
+            relabelings: { type: 'array', items: { type: 'object', properties: { sourceLabels: { type: 'array', items: str }, targetLabel: str, action: str, regex: str, replacement: str } } },
+          },
+        },
+      },
+    },
+  }),
+  crd('monitoring.coreos.com', 'PrometheusRule', 'prometheusrules', 'v1', {
+    properties: {
+      groups: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['name', 'rules'],
+          properties: {
+            name: str,
+            rules: { type: 'array', items: { type: 'object', required: ['expr'], properties: { record: str, alert: str, expr: { 'x-kubernetes-int-or-string': true }, for: str, labels: stringMap, annotations: stringMap } } },
+          },
+        },
+      },
     },
   }),
   // The OpenFaaS operator's Function (openfaas.com/v1), for the fields the chart sets.
@@ -207,6 +254,13 @@ beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), 'ripple-helm-'));
   fnNamespace = `${sb.namespace}-fn`;
   ok(kubectl(['create', 'namespace', fnNamespace]), 'creating the OpenFaaS function namespace');
+  // The API server's PodSecurity admission judges every pod template of the dry runs against the
+  // "restricted" standard and warns (on stderr, which the dry runs require empty) at any violation.
+  ok(kubectl(['label', 'namespace', sb.namespace, 'pod-security.kubernetes.io/warn=restricted', 'pod-security.kubernetes.io/warn-version=latest']), 'labelling the namespace');
+  for (const [name, data] of Object.entries(EXAMPLE_SECRETS)) {
+    const args = Object.entries(data).flatMap(([k, v]) => ['--from-literal', `${k}=${v}`]);
+    ok(kubectl(['create', 'secret', 'generic', name, '-n', sb.namespace, ...args]), `secret ${name}`);
+  }
   for (const c of PLATFORM_CRDS) {
     const name = z.object({ metadata: z.object({ name: z.string() }) }).parse(c).metadata.name;
     // A cluster that already serves the kind is validated against that (another test may own it), unless
@@ -255,20 +309,34 @@ describe('charts/ripple', () => {
     expect(lines).toHaveLength(objects.length);
     for (const line of lines) expect(line).toMatch(/serverside-applied \(server dry run\)$/);
     const kinds = new Set(objects.map((o) => o.kind));
-    if (mode.startsWith('scaled')) for (const k of ['ScaledObject', 'ServiceMonitor', 'PodDisruptionBudget']) expect(kinds, k).toContain(k);
+    if (mode.startsWith('scaled')) for (const k of ['ScaledObject', 'PodMonitor', 'PrometheusRule', 'NetworkPolicy', 'PodDisruptionBudget']) expect(kinds, k).toContain(k);
     if (mode.includes('Knative')) expect(objects.filter((o) => o.apiVersion === 'serving.knative.dev/v1')).toHaveLength(FUNCTIONS.length);
     if (mode.includes('OpenFaaS')) {
       const fns = objects.filter((o) => o.kind === 'Function');
       expect(fns).toHaveLength(FUNCTIONS.length);
       // The functions and their identities live in OpenFaaS's namespace; the autoscaler's grant stays home.
       for (const o of objects.filter((x) => x.kind === 'Function' || (x.kind === 'ServiceAccount' && x.metadata.name.includes('-worker-')))) expect(o.metadata.namespace, o.metadata.name).toBe(fnNamespace);
-      // The dispatcher sends the token the functions expect: one generated value, in both namespaces.
+      // The dispatcher sends the token the functions expect: the given value, in both namespaces.
       const secrets = objects.filter((o) => o.kind === 'Secret' && o.metadata.name === 'ripple-function-token');
       const values = secrets.map((o) => Object.values(z.object({ data: z.record(z.string(), z.string()) }).passthrough().parse(o).data));
       expect(secrets.map((o) => o.metadata.namespace).sort()).toEqual([sb.namespace, fnNamespace].sort());
       expect(values[0]).toHaveLength(1);
       expect(values[1]).toEqual(values[0]);
+      expect(Buffer.from(values[0]![0]!, 'base64').toString('utf8')).toBe(TOKEN);
     }
+  });
+
+  it.each(EXAMPLES)('the documented values file examples/%s passes helm lint and a strict server-side dry run', (file) => {
+    const values = ['-f', path.join(chart, 'examples', file)];
+    const lint = run(helmBin, ['lint', '--strict', chart, ...values]);
+    expect(lint.status, `${lint.stdout}${lint.stderr}`).toBe(0);
+    expect(lint.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+    const text = ok(template(values), `helm template -f ${file}`);
+    const objects = parseObjects(text);
+    const r = kubectl(['apply', '--server-side', '--dry-run=server', '--validate=strict', '--force-conflicts', '--field-manager=ripple-helm-test', '-f', '-'], text);
+    expect(r.stderr, `${file}:\n${r.stderr}`).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split('\n')).toHaveLength(objects.length);
   });
 
   it('the rendered processes run commands `ripple` accepts, with an environment it accepts', async () => {
@@ -336,7 +404,10 @@ describe('charts/ripple', () => {
       [['--set', 'workers.replica=2'], /at '\/workers': additional properties 'replica' not allowed/],
       [['--set', 'config.logLevel=verbose'], /at '\/config\/logLevel': value must be one of/],
       [['--set-string', 'allInOne.replicas=two'], /at '\/allInOne\/replicas': got string, want integer/],
-      [['--set', 'ops.replicas=2'], /at '\/ops\/replicas': maximum: got 2, want 1/],
+      [['--set', 'opsToken.generate=true'], /at '\/opsToken': additional properties 'generate' not allowed/],
+      [['--set', 'workers.perFunction.reconcile-modelservings.replicas=2'], /at '\/workers\/perFunction'/],
+      [['--set', 'monitoring.prometheusRule.runbookBaseUrl=docs.example'], /at '\/monitoring\/prometheusRule\/runbookBaseUrl'/],
+      [['--set', 'mode=serverless'], /mode=serverless needs a function token .*functionToken.existingSecret .* or functionToken.value/],
       [['--set', 'opsToken.value=short'], /at '\/opsToken\/value': minLength: got 5, want 16/],
       [['--set', 'redis.deploy=false'], /redis: give exactly one of redis.deploy=true \(a demo Redis\), redis.url or redis.existingSecret \(0 given\)/],
       [['--set', 'keda.enabled=true'], /keda.enabled scales the worker Deployments, which only mode=scaled has/],
@@ -364,32 +435,181 @@ describe('charts/ripple', () => {
   });
 
   it('helm template of the scaled mode matches the kustomize scaled overlay', () => {
-    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', ...MODES['scaled with KEDA and a ServiceMonitor']!]), 'helm template'));
+    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', '--set', 'mode=scaled', '--set', 'keda.enabled=true', '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379']), 'helm template'));
     expectLikeOverlay(mine, 'scaled', {
       rename: (n) => n,
       onlyTheirs: ['Namespace/ripple-system'],
-      // The overlay leaves the Redis URL and the ops token to the operator; the ServiceMonitor is the chart's.
-      onlyMine: ['Secret/ripple-ops-token', 'Secret/ripple-redis', 'ServiceMonitor/ripple-ops'],
+      // The overlay leaves the Redis URL to the operator; the chart runs two ops replicas under a PDB.
+      onlyMine: ['Secret/ripple-redis', 'PodDisruptionBudget/ripple-ops'],
+      replicas: { 'Deployment/ripple-ops': 2 },
     });
   });
 
   it('helm template of the serverless mode matches the kustomize serverless overlay, but for the function names', () => {
-    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', '--set', 'mode=serverless', '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379']), 'helm template'));
+    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', '--set', 'mode=serverless', '--set', `functionToken.value=${TOKEN}`, '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379']), 'helm template'));
     // The chart names Knative Services `<fullname>-<function>` (two releases must not collide); the
     // overlay names them after the function. The dispatcher's URLs follow the names.
     const fnNames = new RegExp(`(^|=http://)ripple-(${FUNCTIONS.join('|')})(?=$|\\.)`);
     expectLikeOverlay(mine, 'serverless', {
       rename: (n) => n.replace(fnNames, '$1$2'),
       onlyTheirs: ['Namespace/ripple-system'],
-      onlyMine: ['Secret/ripple-function-token', 'Secret/ripple-ops-token', 'Secret/ripple-redis'],
+      onlyMine: ['Secret/ripple-function-token', 'Secret/ripple-redis', 'PodDisruptionBudget/ripple-ops'],
+      replicas: { 'Deployment/ripple-ops': 2 },
       // The chart states the dispatcher's call timeout (the overlay relies on Ripple's default, the same value).
       extraEnv: { 'Deployment/ripple-dispatcher': { RIPPLE_DISPATCH_TIMEOUT_MS: '300000' } },
     });
   });
 
+  it("the chart's PrometheusRule holds exactly the groups of infra/alerts/ripple-rules.yaml (one source), runbook URLs movable", () => {
+    const source = z.object({ groups: z.array(z.unknown()) }).passthrough().parse(parseAllDocuments(readFileSync(path.join(root, 'infra/alerts/ripple-rules.yaml'), 'utf8'))[0]!.toJS());
+    const ruleOf = (args: string[]) => {
+      const o = parseObjects(ok(template(['--set', 'monitoring.prometheusRule.enabled=true', ...args]), 'template')).find((x) => x.kind === 'PrometheusRule');
+      return z.object({ spec: z.object({ groups: z.array(z.unknown()) }) }).parse(o).spec.groups;
+    };
+    expect(ruleOf([])).toEqual(source.groups);
+    // A team's own runbooks: every runbook_url moves, nothing else changes.
+    const moved = JSON.stringify(ruleOf(['--set', 'monitoring.prometheusRule.runbookBaseUrl=https://wiki.example/ripple/']));
+    expect(moved).not.toContain('github.com/ripple-dev');
+    expect(JSON.parse(moved.replaceAll('https://wiki.example/ripple', 'https://github.com/ripple-dev/ripple/blob/main/docs/runbooks.md'))).toEqual(source.groups);
+    expect(moved.match(/https:\/\/wiki\.example\/ripple#ripple\w+/g)).toHaveLength(7);
+    // Off by default.
+    expect(parseObjects(ok(template([]), 'template')).some((x) => x.kind === 'PrometheusRule')).toBe(false);
+  });
+
+  it('the Grafana dashboard ConfigMap holds infra/grafana/ripple.json as it is', () => {
+    const o = parseObjects(ok(template(['--set', 'monitoring.dashboard.enabled=true']), 'template')).find((x) => x.kind === 'ConfigMap' && x.metadata.name === 'ripple-dashboard');
+    const cm = z.object({ metadata: z.object({ labels: z.record(z.string(), z.string()) }).passthrough(), data: z.object({ 'ripple.json': z.string() }) }).passthrough().parse(o);
+    expect(JSON.parse(cm.data['ripple.json'])).toEqual(JSON.parse(readFileSync(path.join(root, 'infra/grafana/ripple.json'), 'utf8')));
+    expect(cm.metadata.labels.grafana_dashboard).toBe('1');
+  });
+
+  it.each(Object.keys(MODES))('the PodMonitor scrapes every Ripple process of %s, on a port the pod has', (mode) => {
+    const objects = parseObjects(ok(template([...MODES[mode]!, '--set', 'monitoring.podMonitor.enabled=true']), 'template'));
+    const monitorSchema = z.object({
+      metadata: z.object({ namespace: z.string().optional() }).passthrough(),
+      spec: z.object({
+        selector: z.object({ matchLabels: z.record(z.string(), z.string()) }),
+        namespaceSelector: z.object({ matchNames: z.array(z.string()) }).optional(),
+        podMetricsEndpoints: z.array(z.object({ port: z.string().optional(), targetPort: z.number().optional(), path: z.literal('/metrics') }).passthrough()),
+      }),
+    });
+    const monitors = objects.filter((o) => o.kind === 'PodMonitor').map((o) => monitorSchema.parse(o));
+    expect(monitors.length).toBeGreaterThan(0);
+    // Every Ripple process: Deployments (but the demo Redis), Knative Services and OpenFaaS Functions.
+    const processes: Array<{ what: string; namespace: string; labels: Record<string, string>; ports: Array<string | number> }> = [];
+    for (const o of objects) {
+      if (o.metadata.labels?.['app.kubernetes.io/component'] === 'redis') continue;
+      if (o.kind === 'Deployment' || o.apiVersion === 'serving.knative.dev/v1') {
+        const t = z.object({ spec: z.object({ template: z.object({ metadata: z.object({ labels: z.record(z.string(), z.string()) }), spec: z.object({ containers: z.array(z.object({ ports: z.array(z.object({ name: z.string().optional(), containerPort: z.number() })).default([]) }).passthrough()) }).passthrough() }) }) }).parse(o).spec.template;
+        processes.push({ what: `${o.kind}/${o.metadata.name}`, namespace: o.metadata.namespace ?? sb.namespace, labels: t.metadata.labels, ports: t.spec.containers.flatMap((c) => c.ports.flatMap((p) => [p.containerPort, ...(p.name ? [p.name] : [])])) });
+      }
+      if (o.kind === 'Function') {
+        const f = z.object({ spec: z.object({ labels: z.record(z.string(), z.string()) }).passthrough() }).parse(o).spec;
+        processes.push({ what: `Function/${o.metadata.name}`, namespace: o.metadata.namespace!, labels: f.labels, ports: [8080] });
+      }
+    }
+    expect(processes.length).toBeGreaterThan(0);
+    const unscraped = processes.filter(
+      (p) =>
+        !monitors.some(
+          (m) =>
+            (m.spec.namespaceSelector ? m.spec.namespaceSelector.matchNames.includes(p.namespace) : p.namespace === (m.metadata.namespace ?? sb.namespace)) &&
+            Object.entries(m.spec.selector.matchLabels).every(([k, v]) => p.labels[k] === v) &&
+            m.spec.podMetricsEndpoints.some((e) => (e.port !== undefined && p.ports.includes(e.port)) || (e.targetPort !== undefined && p.ports.includes(e.targetPort))),
+        ),
+    );
+    expect(unscraped.map((p) => p.what)).toEqual([]);
+  });
+
+  it.each(Object.keys(MODES))('helm template (%s) renders the same objects every time: no generated token, no lookup', (mode) => {
+    const first = ok(template(MODES[mode]!), 'template');
+    expect(ok(template(MODES[mode]!), 'template again')).toBe(first);
+    for (const f of readdirSync(path.join(chart, 'templates'), { recursive: true, encoding: 'utf8' }).filter((x) => /\.(ya?ml|tpl)$/.test(x))) {
+      // Comments may name what is not used.
+      const text = readFileSync(path.join(chart, 'templates', f), 'utf8').replace(/\{\{-?\s*\/\*[\s\S]*?\*\/\s*-?\}\}/g, '');
+      expect(text, f).not.toMatch(/\blookup\b|\brand(AlphaNum|Alpha|Numeric|Ascii)\b|\buuidv4\b/);
+    }
+  });
+
+  it.each(Object.keys(MODES))("every Ripple pod of %s meets OpenShift's restricted-v2: no fixed uid, non-root, no escalation, no capabilities, RuntimeDefault seccomp", (mode) => {
+    const objects = parseObjects(ok(template(MODES[mode]!), 'template'));
+    const sc = z.object({ runAsNonRoot: z.boolean().optional(), runAsUser: z.number().optional(), allowPrivilegeEscalation: z.boolean().optional(), capabilities: z.object({ drop: z.array(z.string()) }).optional(), seccompProfile: z.object({ type: z.string() }).optional() }).passthrough();
+    const pods = objects.filter((o) => (o.kind === 'Deployment' || o.apiVersion === 'serving.knative.dev/v1') && o.metadata.labels?.['app.kubernetes.io/component'] !== 'redis');
+    expect(pods.length).toBeGreaterThan(0);
+    for (const o of pods) {
+      const pod = z.object({ spec: z.object({ template: z.object({ spec: z.object({ securityContext: sc.optional(), containers: z.array(z.object({ securityContext: sc.optional() }).passthrough()) }).passthrough() }) }) }).parse(o).spec.template.spec;
+      for (const c of pod.containers) {
+        const eff = { ...pod.securityContext, ...c.securityContext };
+        const what = `${o.kind}/${o.metadata.name}`;
+        expect(eff.runAsUser, what).toBeUndefined();
+        expect(eff.runAsNonRoot, what).toBe(true);
+        expect(eff.allowPrivilegeEscalation, what).toBe(false);
+        expect(eff.capabilities?.drop, what).toEqual(['ALL']);
+        expect(eff.seccompProfile?.type, what).toBe('RuntimeDefault');
+      }
+    }
+  });
+
+  it('per-component pod settings: resources, env, volumes, scheduling and priority per component; a Redis CA everywhere; a startupProbe', () => {
+    const values = path.join(work, 'per-component.yaml');
+    writeFileSync(
+      values,
+      [
+        'mode: scaled',
+        'priorityClassName: ripple-high',
+        'nodeSelector: { pool: platform }',
+        'ops: { nodeSelector: { pool: ops } }',
+        'watcher:',
+        '  resources: { requests: { cpu: 333m } }',
+        '  tolerations: [{ key: watchers, operator: Exists }]',
+        'workers:',
+        '  perFunction:',
+        '    emit-events: { replicas: 3, extraEnv: [{ name: EXTRA, value: "yes" }] }',
+        'extraVolumes: [{ name: cfg, configMap: { name: ripple-extra } }]',
+        'extraVolumeMounts: [{ name: cfg, mountPath: /etc/extra }]',
+        'tolerations: [{ key: dedicated, operator: Exists }]',
+        'topologySpreadConstraints:',
+        '  - maxSkew: 1',
+        '    topologyKey: topology.kubernetes.io/zone',
+        '    whenUnsatisfiable: ScheduleAnyway',
+        '    labelSelector: { matchLabels: { app.kubernetes.io/instance: "{{ .Release.Name }}" } }',
+        'redis: { tls: { caSecret: redis-ca } }',
+      ].join('\n'),
+    );
+    const objects = parseObjects(ok(template(['-f', values]), 'template'));
+    const deploymentOf = (name: string) => {
+      const o = objects.find((x) => x.kind === 'Deployment' && x.metadata.name === name);
+      return z.object({ spec: z.object({ replicas: z.number(), template: z.object({ spec: z.object({ priorityClassName: z.string().optional(), nodeSelector: z.record(z.string(), z.string()).optional(), tolerations: z.array(z.object({ key: z.string() }).passthrough()).default([]), topologySpreadConstraints: z.array(z.object({ labelSelector: z.unknown() }).passthrough()).default([]), volumes: z.array(z.object({ name: z.string() }).passthrough()).default([]), containers: z.array(z.object({ env: z.array(envVarSchema).default([]), resources: z.object({ requests: z.record(z.string(), z.string()).optional() }).passthrough(), volumeMounts: z.array(z.object({ name: z.string(), mountPath: z.string() }).passthrough()).default([]), startupProbe: z.object({ httpGet: z.object({ path: z.string() }).passthrough() }).passthrough().optional() }).passthrough()) }).passthrough() }) }) }).parse(o).spec;
+    };
+    const watcher = deploymentOf('ripple-watcher');
+    const ops = deploymentOf('ripple-ops');
+    const emit = deploymentOf('ripple-worker-emit-events');
+    const other = deploymentOf('ripple-worker-reconcile-modelserving');
+    expect(watcher.template.spec.containers[0]!.resources.requests?.cpu).toBe('333m');
+    expect(ops.template.spec.containers[0]!.resources.requests?.cpu).toBe('100m');
+    expect(ops.template.spec.nodeSelector).toEqual({ pool: 'ops' });
+    expect(watcher.template.spec.nodeSelector).toEqual({ pool: 'platform' });
+    expect(watcher.template.spec.tolerations.map((t) => t.key)).toEqual(['dedicated', 'watchers']);
+    expect(ops.template.spec.tolerations.map((t) => t.key)).toEqual(['dedicated']);
+    expect([emit.replicas, other.replicas]).toEqual([3, 1]);
+    expect(emit.template.spec.containers[0]!.env.find((e) => e.name === 'EXTRA')?.value).toBe('yes');
+    expect(other.template.spec.containers[0]!.env.some((e) => e.name === 'EXTRA')).toBe(false);
+    expect(watcher.template.spec.topologySpreadConstraints[0]!.labelSelector).toEqual({ matchLabels: { 'app.kubernetes.io/instance': 'ripple' } });
+    for (const d of [watcher, ops, emit, other]) {
+      const c = d.template.spec.containers[0]!;
+      expect(d.template.spec.priorityClassName).toBe('ripple-high');
+      expect(d.template.spec.volumes.map((v) => v.name)).toEqual(['tmp', 'redis-ca', 'cfg']);
+      expect(c.volumeMounts.map((m) => m.mountPath)).toEqual(['/tmp', '/etc/ripple/redis-ca', '/etc/extra']);
+      expect(c.env.find((e) => e.name === 'NODE_EXTRA_CA_CERTS')?.value).toBe('/etc/ripple/redis-ca/ca.crt');
+      expect(c.startupProbe?.httpGet.path).toBe('/healthz');
+    }
+  });
+
   describe('a real release on the sandbox', () => {
     const release = `hc-${Math.random().toString(36).slice(2, 8)}`;
     const full = `${release}-ripple`;
+    // The ops token is the operator's: the chart generates none (it would change on every helm template).
+    const opsToken = `ops-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
     let manifest: K8sObject[] = [];
     let child: ChildProcess | undefined;
     let opsPort = 0;
@@ -411,7 +631,7 @@ describe('charts/ripple', () => {
 
     it('helm install succeeds and creates every object of its manifest', () => {
       const out = ok(
-        helm(['install', release, chart, '--namespace', sb.namespace, '--set', `config.prefix=${sb.prefix}`, '--set', `config.watchNamespace=${sb.namespace}`]),
+        helm(['install', release, chart, '--namespace', sb.namespace, '--set', `config.prefix=${sb.prefix}`, '--set', `config.watchNamespace=${sb.namespace}`, '--set', `opsToken.value=${opsToken}`]),
         'helm install',
       );
       expect(out).toMatch(/STATUS: deployed/);
@@ -426,7 +646,7 @@ describe('charts/ripple', () => {
     it("the release's objects match what the kustomize all-in-one overlay creates", () => {
       expectLikeOverlay(manifest, 'all-in-one', {
         rename: normal,
-        // Helm installs into an existing namespace, and the chart generates the ops token Secret the
+        // Helm installs into an existing namespace, and the chart keeps the given ops token in a Secret the
         // overlay leaves to the operator.
         onlyTheirs: ['Namespace/ripple-system'],
         onlyMine: ['Secret/ripple-ops-token'],
@@ -436,7 +656,7 @@ describe('charts/ripple', () => {
       });
     });
 
-    it("the release's process, run from the checkout under the release's ServiceAccount, becomes ready and accepts the generated ops token", async () => {
+    it("the release's process, run from the checkout under the release's ServiceAccount, becomes ready and accepts the given ops token", async () => {
       const deployment = deploymentSchema.parse(JSON.parse(ok(kubectl(['get', 'deployment', full, '-n', sb.namespace, '-o', 'json']), 'get deployment')));
       const pod = deployment.spec.template.spec;
       const c = pod.containers[0]!;
@@ -457,7 +677,7 @@ describe('charts/ripple', () => {
       }
       expect(env.REDIS_URL).toBe(`redis://${full}-redis.${sb.namespace}.svc:6379`);
       env.REDIS_URL = sb.redisUrl;
-      expect(token).toMatch(/^[A-Za-z0-9]{32}$/);
+      expect(token).toBe(opsToken);
       // Its identity: a token of the release's ServiceAccount (TokenRequest), in place of the pod's mount.
       expect(pod.serviceAccountName).toBe(full);
       const saToken = ok(kubectl(['create', 'token', full, '-n', sb.namespace, '--duration=1h']), 'create token').trim();
@@ -490,7 +710,7 @@ describe('charts/ripple', () => {
         expect(lease.spec.holderIdentity).not.toBe('');
         const info = z.object({ writable: z.boolean() }).passthrough().parse(await (await fetch(`${base}/`)).json());
         expect(info.writable).toBe(true);
-        // The generated token opens the state-changing routes; a resync lists primaries with the release's RBAC.
+        // The token opens the state-changing routes; a resync lists primaries with the release's RBAC.
         expect((await fetch(`${base}/api/resync/reconcile-modelserving`, { method: 'POST' })).status).toBe(401);
         const resync = await fetch(`${base}/api/resync/reconcile-modelserving`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
         expect(resync.status, await resync.clone().text()).toBe(200);
@@ -500,7 +720,7 @@ describe('charts/ripple', () => {
       }
     });
 
-    it('helm upgrade applies a changed value, restarts pods on a changed setting, and keeps the generated token', () => {
+    it('helm upgrade applies a changed value, restarts pods on a changed setting, and keeps the token', () => {
       const before = deploymentSchema.parse(JSON.parse(ok(kubectl(['get', 'deployment', full, '-n', sb.namespace, '-o', 'json']), 'get deployment')));
       const tokenBefore = ok(kubectl(['get', 'secret', `${full}-ops-token`, '-n', sb.namespace, '-o', 'jsonpath={.data.token}']), 'get token');
       ok(helm(['upgrade', release, chart, '--namespace', sb.namespace, '--reuse-values', '--set', 'allInOne.replicas=2', '--set', 'config.logLevel=debug']), 'helm upgrade');
@@ -552,6 +772,8 @@ interface OverlayDifferences {
   lease?: string;
   /** Environment variables (name → value) a container of the chart has beyond the overlay's. */
   extraEnv?: Record<string, Record<string, string>>;
+  /** Deployments whose replicas differ by default (the chart's, by key). */
+  replicas?: Record<string, number>;
 }
 
 /**
@@ -583,8 +805,12 @@ function expectLikeOverlay(mineObjects: K8sObject[], overlay: string, d: Overlay
     const pod = z.object({ containers: z.array(z.object({ env: z.array(envVarSchema).optional() }).passthrough()) }).passthrough().parse(spec);
     const extra = mineSide ? (d.extraEnv?.[k] ?? {}) : {};
     for (const [name, value] of Object.entries(extra)) expect(pod.containers[0]!.env?.find((e) => e.name === name)?.value, `${k} ${name}`).toBe(value);
-    const containers = pod.containers.map(({ image: _i, imagePullPolicy: _p, ...c }) => ({ ...c, ...(c.env ? { env: c.env.filter((e) => !(e.name in extra)) } : {}) }));
-    return normalise({ ...pod, containers }, mineSide);
+    // By design the chart adds a startupProbe and pins no uid (OpenShift's restricted-v2 assigns one); the
+    // overlays still set runAsUser/runAsGroup 1000 and no startupProbe. Everything else must be equal.
+    const containers = pod.containers.map(({ image: _i, imagePullPolicy: _p, startupProbe: _s, ...c }) => ({ ...c, ...(c.env ? { env: c.env.filter((e) => !(e.name in extra)) } : {}) }));
+    const security = z.object({ securityContext: z.record(z.string(), z.unknown()).optional() }).passthrough().parse(pod).securityContext;
+    const { runAsUser: _u, runAsGroup: _g, ...podSecurity } = security ?? {};
+    return normalise({ ...pod, containers, ...(security ? { securityContext: podSecurity } : {}) }, mineSide);
   };
   for (const [k, o] of theirs) {
     const m = mine.get(k);
@@ -599,7 +825,7 @@ function expectLikeOverlay(mineObjects: K8sObject[], overlay: string, d: Overlay
     if (o.kind === 'PodDisruptionBudget') expect(field(m, ['spec', 'maxUnavailable'], true), k).toEqual(field(o, ['spec', 'maxUnavailable'], false));
     if (o.kind === 'ScaledObject') expect(field(m, ['spec'], true), k).toEqual(field(o, ['spec'], false));
     if (o.kind === 'Deployment') {
-      expect(field(m, ['spec', 'replicas'], true), k).toEqual(field(o, ['spec', 'replicas'], false));
+      expect(field(m, ['spec', 'replicas'], true), k).toEqual(d.replicas?.[k] ?? field(o, ['spec', 'replicas'], false));
       expect(strip(field(m, ['spec', 'template', 'spec'], true), k, true), k).toEqual(strip(field(o, ['spec', 'template', 'spec'], false), k, false));
     }
     if (o.apiVersion === 'serving.knative.dev/v1') {

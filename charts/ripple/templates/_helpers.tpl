@@ -93,29 +93,12 @@ app.kubernetes.io/part-of: ripple
 {{- end }}
 
 {{/*
-A token Secret's value: the one given, else the one already in the cluster (so upgrades keep it), else
-32 random characters. dict "root" $ "name" SECRET "value" GIVEN.
-*/}}
-{{- define "ripple.tokenValue" -}}
-{{- if .value }}{{ .value }}
-{{- else }}
-{{- $existing := lookup "v1" "Secret" .root.Release.Namespace .name }}
-{{- if and $existing $existing.data (index $existing.data "token") }}{{ index $existing.data "token" | b64dec }}
-{{- else }}{{ randAlphaNum 32 }}
-{{- end }}
-{{- end }}
-{{- end }}
-
-{{/*
-The function token, generated or looked up once per render: the dispatcher's Secret and the copy OpenFaaS
-mounts (another template, another namespace) must hold the same value. Helm hands every template the same
-values map, so the first call stores it there.
+Tokens come from an existing Secret or a value, never from `lookup` or a random value at render time: under
+`helm template` (Argo CD) `lookup` finds nothing, so a generated token changed on every
+sync and the dispatcher and the functions answered 401 until restarted. docs/operations.md ("Helm", tokens).
 */}}
 {{- define "ripple.functionToken" -}}
-{{- if not (hasKey .Values.functionToken "resolved") }}
-{{- $_ := set .Values.functionToken "resolved" (include "ripple.tokenValue" (dict "root" . "name" (printf "%s-function-token" (include "ripple.fullname" .)) "value" .Values.functionToken.value)) }}
-{{- end }}
-{{- .Values.functionToken.resolved }}
+{{- .Values.functionToken.value }}
 {{- end }}
 
 {{/*
@@ -133,19 +116,22 @@ Checks across values that a JSON schema cannot say clearly; each message says wh
 {{- fail "keda.enabled scales the worker Deployments, which only mode=scaled has: set mode=scaled or keda.enabled=false" }}
 {{- end }}
 {{- if and (eq .Values.mode "serverless") (eq .Values.serverless.platform "openfaas") .Values.functionToken.existingSecret }}
-{{- fail "serverless.platform=openfaas: the functions run in another namespace and cannot read functionToken.existingSecret; give functionToken.value (or functionToken.generate=true)" }}
+{{- fail "serverless.platform=openfaas: the functions run in another namespace and cannot read functionToken.existingSecret; give functionToken.value" }}
 {{- end }}
 {{- if and (eq .Values.mode "serverless") (eq .Values.serverless.platform "openfaas") .Values.redis.existingSecret }}
 {{- fail "serverless.platform=openfaas: the functions run in another namespace and cannot read redis.existingSecret; give redis.url (or redis.deploy=true)" }}
 {{- end }}
-{{- if and (eq .Values.mode "serverless") (not .Values.functionToken.existingSecret) (not .Values.functionToken.value) (not .Values.functionToken.generate) }}
-{{- fail "mode=serverless needs a function token (the functions refuse calls without one): set functionToken.existingSecret, functionToken.value or functionToken.generate=true" }}
+{{- if and (eq .Values.mode "serverless") (not .Values.functionToken.existingSecret) (not .Values.functionToken.value) }}
+{{- fail "mode=serverless needs a function token (the functions refuse calls without one): set functionToken.existingSecret (a Secret you keep) or functionToken.value (e.g. --set functionToken.value=$(openssl rand -hex 24)); the chart generates none, so that it stays the same on every render (helm template, Argo CD)" }}
+{{- end }}
+{{- if and .Values.redis.tls.caSecret (eq .Values.mode "serverless") (eq .Values.serverless.platform "openfaas") }}
+{{- fail "serverless.platform=openfaas: the functions run in another namespace and cannot mount redis.tls.caSecret; put the CA in the Redis server's certificate chain your image trusts, or use Knative" }}
 {{- end }}
 {{- end }}
 
-{{/* Whether the ops token Secret is mounted at all: existing, given, or generated. */}}
+{{/* Whether there is an ops token at all: an existing Secret or a value. */}}
 {{- define "ripple.hasOpsToken" -}}
-{{- if or .Values.opsToken.existingSecret .Values.opsToken.value .Values.opsToken.generate }}true{{ end }}
+{{- if or .Values.opsToken.existingSecret .Values.opsToken.value }}true{{ end }}
 {{- end }}
 
 {{/* The environment every Ripple process gets: dict "root" $ "opsToken" BOOL "functionToken" BOOL. */}}
@@ -167,14 +153,91 @@ Checks across values that a JSON schema cannot say clearly; each message says wh
 - name: RIPPLE_FUNCTION_TOKEN
   valueFrom: { secretKeyRef: { name: {{ include "ripple.functionTokenSecretName" .root }}, key: {{ include "ripple.functionTokenSecretKey" .root }} } }
 {{- end }}
+{{- if .root.Values.redis.tls.caSecret }}
+# The CA of a rediss:// Redis, trusted beside the system's (Node reads it at start).
+- name: NODE_EXTRA_CA_CERTS
+  value: /etc/ripple/redis-ca/{{ .root.Values.redis.tls.caSecretKey }}
+{{- end }}
+{{- end }}
+
+{{/*
+One pod setting of a component: the component's own value when it sets one, else the chart-wide one
+(unless "own" is true). dict "root" $ "values" COMPONENT-VALUES "key" NAME ["own" BOOL]; rendered as YAML
+(empty when neither is set).
+*/}}
+{{- define "ripple.podSetting" -}}
+{{- $v := index (.values | default dict) .key }}
+{{- if and (not $v) (not .own) }}{{ $v = index .root.Values .key }}{{ end }}
+{{- with $v }}{{ toYaml . }}{{ end }}
+{{- end }}
+
+{{/* The chart-wide list `key` (unless "own") followed by the component's own: dict "root" $ "values" C "key" NAME ["own" BOOL]. */}}
+{{- define "ripple.podList" -}}
+{{- $l := concat (ternary (list) (index .root.Values .key | default list) (not (empty .own))) (index (.values | default dict) .key | default list) }}
+{{- with $l }}{{ toYaml . }}{{ end }}
+{{- end }}
+
+{{/*
+Scheduling and extras of a Ripple pod spec (Deployments and Knative Services): priority, node selection,
+affinity, tolerations, topology spread, the Redis CA volume and the user's volumes.
+dict "root" $ "values" COMPONENT-VALUES ["tmp" BOOL] ["ownScheduling" BOOL: only the component's own
+scheduling settings, not the chart-wide ones (Knative refuses them unless its feature flags are on)].
+*/}}
+{{- define "ripple.podExtras" -}}
+{{- $root := .root }}
+{{- $own := .ownScheduling }}
+{{- with include "ripple.podSetting" (dict "root" $root "values" .values "key" "priorityClassName" "own" $own) }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with include "ripple.podSetting" (dict "root" $root "values" .values "key" "nodeSelector" "own" $own) }}
+nodeSelector:
+  {{- . | nindent 2 }}
+{{- end }}
+{{- with include "ripple.podSetting" (dict "root" $root "values" .values "key" "affinity" "own" $own) }}
+affinity:
+  {{- . | nindent 2 }}
+{{- end }}
+{{- with include "ripple.podList" (dict "root" $root "values" .values "key" "tolerations" "own" $own) }}
+tolerations:
+  {{- . | nindent 2 }}
+{{- end }}
+{{- with include "ripple.podList" (dict "root" $root "values" .values "key" "topologySpreadConstraints" "own" $own) }}
+topologySpreadConstraints:
+  {{- tpl . $root | nindent 2 }}
+{{- end }}
+{{- $volumes := list }}
+{{- if .tmp }}
+{{- /* tsx caches transpiled files under /tmp; the root filesystem is read-only. */}}
+{{- $volumes = append $volumes (dict "name" "tmp" "emptyDir" (dict "sizeLimit" "64Mi")) }}
+{{- end }}
+{{- if $root.Values.redis.tls.caSecret }}
+{{- $volumes = append $volumes (dict "name" "redis-ca" "secret" (dict "secretName" $root.Values.redis.tls.caSecret "items" (list (dict "key" $root.Values.redis.tls.caSecretKey "path" $root.Values.redis.tls.caSecretKey)))) }}
+{{- end }}
+{{- $volumes = concat $volumes (fromYamlArray (include "ripple.podList" (dict "root" $root "values" .values "key" "extraVolumes") | default "[]")) }}
+{{- with $volumes }}
+volumes:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The container's volume mounts: dict "root" $ "values" COMPONENT-VALUES ["tmp" BOOL]. */}}
+{{- define "ripple.volumeMounts" -}}
+{{- $mounts := list }}
+{{- if .tmp }}{{ $mounts = append $mounts (dict "name" "tmp" "mountPath" "/tmp") }}{{ end }}
+{{- if .root.Values.redis.tls.caSecret }}{{ $mounts = append $mounts (dict "name" "redis-ca" "mountPath" "/etc/ripple/redis-ca" "readOnly" true) }}{{ end }}
+{{- $mounts = concat $mounts (fromYamlArray (include "ripple.podList" (dict "root" .root "values" .values "key" "extraVolumeMounts") | default "[]")) }}
+{{- with $mounts }}{{ toYaml . }}{{ end }}
 {{- end }}
 
 {{/*
 A Deployment of one Ripple process. dict "root" $ "name" NAME "component" C ["function" FN] "identity" ID
-"replicas" N "grace" S "args" LIST ["opsToken" BOOL] ["functionToken" BOOL] ["extraEnv" LIST].
+"replicas" N "grace" S "args" LIST "values" COMPONENT-VALUES ["opsToken" BOOL] ["functionToken" BOOL]
+["extraEnv" LIST]. COMPONENT-VALUES (allInOne, watcher, ops, workers, serverless.dispatcher) may set every
+pod setting the chart sets chart-wide (resources, nodeSelector, …); theirs win, lists add up.
 */}}
 {{- define "ripple.deployment" -}}
 {{- $root := .root }}
+{{- $v := .values | default dict }}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -191,7 +254,7 @@ spec:
     metadata:
       labels:
         {{- include "ripple.labels" . | nindent 8 }}
-        {{- with $root.Values.podLabels }}
+        {{- with merge (dict) ($v.podLabels | default dict) $root.Values.podLabels }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
       annotations:
@@ -200,7 +263,7 @@ spec:
         prometheus.io/path: /metrics
         # A changed setting restarts the pods (they read the ConfigMap once, at start).
         checksum/config: {{ include (print $root.Template.BasePath "/config.yaml") $root | sha256sum }}
-        {{- with $root.Values.podAnnotations }}
+        {{- with merge (dict) ($v.podAnnotations | default dict) $root.Values.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
     spec:
@@ -212,11 +275,10 @@ spec:
       imagePullSecrets:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+      # No fixed uid: the image's USER (1000) runs it, or the uid the platform assigns (OpenShift's
+      # restricted-v2 SCC picks one from the namespace's range and refuses a fixed one outside it).
       securityContext:
-        runAsNonRoot: true
-        runAsUser: 1000
-        runAsGroup: 1000
-        seccompProfile: { type: RuntimeDefault }
+        {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
       containers:
         - name: ripple
           image: {{ include "ripple.image" $root }}
@@ -230,8 +292,17 @@ spec:
             {{- with .extraEnv }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
+            {{- with include "ripple.podList" (dict "root" $root "values" $v "key" "extraEnv") }}
+            {{- tpl . $root | nindent 12 }}
+            {{- end }}
           envFrom:
             - configMapRef: { name: {{ include "ripple.fullname" $root }}-config }
+          # Start-up (loading the TypeScript, the first lists of every watch) may take a while on a busy
+          # node; liveness counts only once /healthz has answered.
+          startupProbe:
+            httpGet: { path: /healthz, port: ops }
+            periodSeconds: {{ $root.Values.startupProbe.periodSeconds }}
+            failureThreshold: {{ $root.Values.startupProbe.failureThreshold }}
           readinessProbe:
             httpGet: { path: /readyz, port: ops }
             periodSeconds: 10
@@ -240,26 +311,10 @@ spec:
             periodSeconds: 20
             failureThreshold: 3
           resources:
-            {{- toYaml $root.Values.resources | nindent 12 }}
+            {{- include "ripple.podSetting" (dict "root" $root "values" $v "key" "resources") | nindent 12 }}
           securityContext:
-            allowPrivilegeEscalation: false
-            readOnlyRootFilesystem: true
-            capabilities: { drop: [ALL] }
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
           volumeMounts:
-            - { name: tmp, mountPath: /tmp }
-      volumes:
-        # tsx caches transpiled files under /tmp; the root filesystem is read-only.
-        - { name: tmp, emptyDir: { sizeLimit: 64Mi } }
-      {{- with $root.Values.nodeSelector }}
-      nodeSelector:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
-      {{- with $root.Values.tolerations }}
-      tolerations:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
-      {{- with $root.Values.affinity }}
-      affinity:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
+            {{- include "ripple.volumeMounts" (dict "root" $root "values" $v "tmp" true) | nindent 12 }}
+      {{- include "ripple.podExtras" (dict "root" $root "values" $v "tmp" true) | nindent 6 }}
 {{- end }}
