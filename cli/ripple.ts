@@ -11,6 +11,7 @@ import { allFunctions } from '../functions/index.js';
 import { runWebhookCommand } from './webhook.js';
 import { runRolloutCommand } from './rollout.js';
 import { rippleVersion } from './version.js';
+import { runDoctorCommand } from './doctor/command.js';
 import { CLIENT_COMMANDS, CLIENT_USAGE, runClientCommand } from './ops-client.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { livenessProblems, readinessProblems, type HealthSources } from '../ops/health.js';
@@ -47,6 +48,7 @@ const USAGE = `usage: ripple <${MODES.join('|')}> [options]     (mode also from 
   serve      one function (--function NAME) as an HTTP service on PORT (default 8080): Knative, OpenFaaS
   webhook    admission webhooks over HTTPS, registered on the cluster (ripple webhook --help)
   rollout    history|undo modelserving/NAME: ModelServing rollback (ripple rollout --help)
+  doctor     check a cluster before and after install: foreign CRDs, webhooks, controllers, Redis (ripple doctor --help)
   --version  print Ripple's version (also -V)
 
 Cluster (default: the local sandbox, never your current kube-context):
@@ -99,6 +101,8 @@ async function main(): Promise<void> {
   // webhook: the admission webhook server, with options of its own (cli/webhook.ts); no Redis, no queues.
   // RIPPLE_MODE=webhook: a platform that runs the image without arguments (OpenFaaS).
   if (process.argv[2] === 'webhook') return runWebhookCommand(process.argv.slice(3));
+  // doctor: checks a cluster (and Redis) before and after installing Ripple; starts nothing (cli/doctor/).
+  if (process.argv[2] === 'doctor') return runDoctorCommand(process.argv.slice(3));
   // rollout: a kubectl-like client of the API server (cli/rollout.ts); starts nothing.
   if (process.argv[2] === 'rollout') return void console.log(await runRolloutCommand(process.argv.slice(3)));
   // In function mode: the other mode generates certificates and registers itself, which a platform's function cannot.
