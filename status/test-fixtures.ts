@@ -4,6 +4,7 @@
  * an in-memory outbox, so a sequence of reconciles can be driven without a cluster or Redis. The real
  * status subresource is exercised by test/integration/status-write.test.ts.
  */
+import { plainStateWriter } from '../queue/fenced-write.js';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -79,7 +80,8 @@ export class StatusFixture {
     const ctx = {
       kc: new KubeConfig(),
       redis: this.redis,
-      prefix: 'test',
+      // Unused: the outbox is this fixture's own (below).
+      state: plainStateWriter(this.redis, 'test', 'status-test'),
       log: pino({ level: 'silent' }),
       now: () => new Date(this.nowMs),
       events: eventSinkOf(async (request: Emitted) => {

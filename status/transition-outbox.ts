@@ -1,4 +1,5 @@
 import type { RedisClient } from '../queue/connection.js';
+import type { StateWriter } from '../queue/fenced-write.js';
 import { z } from 'zod';
 import { parseJson, sortedJson } from '../kube/json.js';
 import { ConditionStatusSchema } from './schema.js';
@@ -41,14 +42,16 @@ export interface TransitionOutbox {
  */
 const OUTBOX_TTL_SECONDS = 86_400;
 
-export function transitionOutboxKey(prefix: string, object: { apiVersion: string; kind: string; namespace?: string; name: string }): string {
-  return `${prefix}:status-events:${object.apiVersion}/${object.kind}/${object.namespace ?? ''}/${object.name}`;
+/** The outbox's key, among the writing function's state (its queue's hash tag: ctx.state.key). */
+export function transitionOutboxKey(state: Pick<StateWriter, 'key'>, object: { apiVersion: string; kind: string; namespace?: string; name: string }): string {
+  return state.key(`status-events:${object.apiVersion}/${object.kind}/${object.namespace ?? ''}/${object.name}`);
 }
 
 const REMOVE_IF_SAME = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0`;
 
 /** The outbox of one object: a Redis hash, field = condition type, value = the entry as sorted JSON. */
-export function redisTransitionOutbox(redis: RedisClient, key: string): TransitionOutbox {
+/** Read with the client; saved through the reconcile's fenced state writer, so a stale holder saves nothing. */
+export function redisTransitionOutbox(redis: RedisClient, state: StateWriter, key: string): TransitionOutbox {
   return {
     async load() {
       const out: PendingTransition[] = [];
@@ -62,7 +65,10 @@ export function redisTransitionOutbox(redis: RedisClient, key: string): Transiti
     async save(entries) {
       if (entries.length === 0) return;
       const fields = entries.flatMap((e) => [e.condition.type, sortedJson(e)]);
-      await redis.multi().hset(key, ...fields).expire(key, OUTBOX_TTL_SECONDS).exec();
+      await state.write([
+        { command: 'HSET', key, args: fields },
+        { command: 'EXPIRE', key, args: [OUTBOX_TTL_SECONDS] },
+      ]);
     },
     async remove(entry) {
       await runScript(redis, REMOVE_IF_SAME, [key], [entry.condition.type, sortedJson(entry)]);

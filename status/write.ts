@@ -221,7 +221,7 @@ function withPendingRetry(result: WriteStatusResult): WriteStatusResult {
  * return `{ requeueAfterMs }` when set (the grace period's re-check).
  */
 export async function writeStatus(
-  ctx: Pick<HandlerContext, 'kc' | 'events' | 'now' | 'log' | 'redis' | 'prefix'>,
+  ctx: Pick<HandlerContext, 'kc' | 'events' | 'now' | 'log' | 'redis' | 'state'>,
   args: WriteStatusArgs,
 ): Promise<WriteStatusResult> {
   const { resource, object } = args;
@@ -236,7 +236,7 @@ export async function writeStatus(
     ...(object.metadata.namespace !== undefined ? { namespace: object.metadata.namespace } : {}),
     ...(object.metadata.uid !== undefined ? { uid: object.metadata.uid } : {}),
   };
-  const outbox = args.outbox ?? redisTransitionOutbox(ctx.redis, transitionOutboxKey(ctx.prefix, involvedObject));
+  const outbox = args.outbox ?? redisTransitionOutbox(ctx.redis, ctx.state, transitionOutboxKey(ctx.state, involvedObject));
   const previous = readEngineStatus(object.status);
 
   // What an earlier reconcile wrote and did not get to announce; entries of a write that never

@@ -12,6 +12,7 @@ import { type ResourceRef, objectPath } from '../../kube/resources.js';
 import type { FunctionDefinition, Handler } from '../../runtime/function.js';
 import { type ClassifiedError, computeKstatus, writeStatus } from '../../status/index.js';
 import { redisTransitionOutbox, transitionOutboxKey } from '../../status/transition-outbox.js';
+import { plainStateWriter } from '../../queue/fenced-write.js';
 import { mapToSelf } from '../../watcher/mappers.js';
 import { generationChanged } from '../../watcher/predicates.js';
 import { eventsAbout } from '../fixtures/emit-events-cluster.js';
@@ -248,13 +249,15 @@ describe('status written with the state engine helper', () => {
     expect(ready.code).toBe(0);
     const widget = readWidgetSchema.parse(await readWidget('outbox'));
     const readyCondition = widget.status.conditions.find((c) => c.type === 'Ready')!;
-    const key = transitionOutboxKey(sb.prefix, { apiVersion: `${GROUP}/v1`, kind: 'Widget', namespace: sb.namespace, name: 'outbox' });
+    // Outside any claim, as the test stands for a worker that died: plain writes into the function's state.
+    const state = plainStateWriter(sb.redis, sb.prefix, 'reconcile-widget');
+    const key = transitionOutboxKey(state, { apiVersion: `${GROUP}/v1`, kind: 'Widget', namespace: sb.namespace, name: 'outbox' });
     // Every Event of the first reconciles went out: nothing is left waiting.
     expect(await sb.redis.exists(key)).toBe(0);
 
     // What a worker that died between its status write and its Events leaves behind: an entry for
     // the condition as written, and one for a write that lost its conflict (not in the status).
-    const outbox = redisTransitionOutbox(sb.redis, key);
+    const outbox = redisTransitionOutbox(sb.redis, state, key);
     await outbox.save([
       {
         uid: widget.metadata.uid,
