@@ -12,6 +12,7 @@
  * the lifecycle, and deletes only once the cooperators let go; until then the step reports how long to
  * wait, and the reconcile asks to be run again.
  */
+import { PDB_RESOURCE } from './plan/disruption.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { isStatus, KubeApiError, kubeRequest } from '../../kube/raw.js';
@@ -99,6 +100,10 @@ function stageOf(a: Action, seenCreate: boolean): Stage {
       return 'create';
     case 'deleteControllerRevision':
       return seenCreate ? 'cleanup' : 'delete';
+    case 'createDisruptionBudget':
+    case 'setDisruptionBudget':
+    case 'deleteDisruptionBudget':
+      return 'cleanup';
     default:
       return 'delete';
   }
@@ -224,6 +229,20 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         return {};
       case 'deleteControllerRevision':
         await remove(kc, Resources.controllerRevision, namespace, a.name, a.uid, to('controllerrevisions'));
+        return {};
+      case 'createDisruptionBudget':
+        await create(kc, PDB_RESOURCE, namespace, a.object);
+        return {};
+      case 'setDisruptionBudget':
+        // 409 (changed meanwhile) fails the reconcile, which plans again from what is there now.
+        await kubeRequest(kc, objectPath(PDB_RESOURCE, namespace, a.name), {
+          method: 'PATCH',
+          body: { metadata: { resourceVersion: a.resourceVersion }, spec: { maxUnavailable: a.maxUnavailable } },
+          contentType: 'application/merge-patch+json',
+        });
+        return {};
+      case 'deleteDisruptionBudget':
+        await remove(kc, PDB_RESOURCE, namespace, a.name, a.uid);
         return {};
     }
   } catch (err) {

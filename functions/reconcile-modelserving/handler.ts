@@ -3,6 +3,7 @@
  * of it — the role-status datastore with its Events, and status (Kthena's fields and conditions beside
  * the shared state engine's phase/Ready/ConfigValid).
  */
+import { readsDisruptionBudgets } from './plan/disruption.js';
 import { MODEL_SERVING_API_VERSION, MODEL_SERVING_KIND, type ModelServing } from '../../api/modelserving.js';
 import { z } from 'zod';
 import type { KubeObject } from '../../kube/object.js';
@@ -18,7 +19,7 @@ import { peekChildrenCache } from './children-cache.js';
 import { nextMarks, writeMarksStore, WriteTracker, type WriteMarks } from './write-marks.js';
 import { drainFollowUp, drainOnDeletion, enrolled, keepDeletionFinalizer, lifecycleOptedIn, maskLifecycleDeletions } from './lifecycle.js';
 import { isNamespaceTerminating, terminatingMemory } from './namespace-terminating.js';
-import { clusterCapabilities } from './observe.js';
+import { clusterCapabilities, listDisruptionBudgets } from './observe.js';
 import { objectOf, parsedOf, readState, resourceVersionOf } from './read-state.js';
 import type { Action, Blocked } from './plan/actions.js';
 import { LABEL_ENTRY, LABEL_GROUP_NAME, LABEL_ROLE } from './plan/names.js';
@@ -248,8 +249,10 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     const now = ctx.now();
     const masked = maskLifecycleDeletions(children.pods, now);
 
+    const disruptionBudgets = readsDisruptionBudgets(ms) ? await listDisruptionBudgets(ctx.kc, namespace, ms.metadata.name) : undefined;
     const plan = planModelServing({
       modelServing: ms,
+      ...(disruptionBudgets ? { disruptionBudgets } : {}),
       pods: masked.pods,
       services: children.services,
       controllerRevisions: children.controllerRevisions,

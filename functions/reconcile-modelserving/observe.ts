@@ -4,6 +4,7 @@
  * and whether Volcano is installed. Plain JSON through kube/raw.ts, checked with zod at this boundary
  * (lightly for the built-in kinds, see `itemsSchema`).
  */
+import { PDB_RESOURCE, type DisruptionBudgetObject } from './plan/disruption.js';
 import type { V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { RedisClient } from '../../queue/connection.js';
@@ -71,6 +72,21 @@ async function listOf<T>(kc: KubeConfig, path: string, labelSelector: string): P
   // Plain JSON through kube/raw.ts: its pooled keep-alive connections, no per-request TLS handshake.
   const list = itemsSchema.parse(await kubeRequest(kc, path, { query: { labelSelector } }));
   return { items: list.items as T[], resourceVersion: list.metadata?.resourceVersion };
+}
+
+const disruptionBudgetListSchema = z.object({
+  items: z.array(
+    z.object({
+      metadata: z.looseObject({ name: z.string(), uid: z.string().optional(), resourceVersion: z.string().optional(), ownerReferences: z.array(z.looseObject({ apiVersion: z.string(), kind: z.string(), name: z.string(), uid: z.string(), controller: z.boolean().optional() })).optional() }),
+      spec: z.looseObject({ maxUnavailable: z.union([z.number(), z.string()]).optional() }).optional(),
+    }),
+  ),
+});
+
+/** The ModelServing's PodDisruptionBudgets (eviction protection, plan/disruption.ts); listed only when the annotation is set. */
+export async function listDisruptionBudgets(kc: KubeConfig, namespace: string, msName: string): Promise<DisruptionBudgetObject[]> {
+  const raw = await kubeRequest(kc, collectionPath(PDB_RESOURCE, namespace), { query: { labelSelector: `${LABEL_NAME}=${msName}` } });
+  return disruptionBudgetListSchema.parse(raw).items;
 }
 
 export async function listChildren(kc: KubeConfig, namespace: string, msName: string, volcano: boolean): Promise<Children> {

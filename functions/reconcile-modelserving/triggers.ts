@@ -8,13 +8,14 @@ import type { KubeObject } from '../../kube/object.js';
 import type { Predicate } from '../../watcher/predicates.js';
 import { ANNOTATION_VOLCANO_QUEUE, LABEL_NAME } from './plan/names.js';
 import { LIFECYCLE_OPT_IN_ANNOTATION } from './lifecycle.js';
+import { EVICTION_PROTECTION_ANNOTATION } from './plan/disruption.js';
 import { PROGRESS_DEADLINE_ANNOTATION } from '../../api/modelserving.js';
 
 /** Server-side selector for the children's watches: only objects a ModelServing labelled. */
 export const CHILDREN_SELECTOR = LABEL_NAME;
 
 /** ModelServing annotations that change what the function does (the rest are the user's business). */
-const BEHAVIOUR_ANNOTATIONS = [LIFECYCLE_OPT_IN_ANNOTATION, ANNOTATION_VOLCANO_QUEUE, PROGRESS_DEADLINE_ANNOTATION];
+const BEHAVIOUR_ANNOTATIONS = [LIFECYCLE_OPT_IN_ANNOTATION, ANNOTATION_VOLCANO_QUEUE, PROGRESS_DEADLINE_ANNOTATION, EVICTION_PROTECTION_ANNOTATION];
 
 function annotation(obj: KubeObject, key: string): string | undefined {
   return obj.metadata.annotations?.[key];

@@ -15,6 +15,10 @@ export type Action =
   | { kind: 'createPodGroup'; podGroup: PodGroupObject; reason: string }
   | { kind: 'updatePodGroup'; name: string; uid: string; spec: PodGroupSpec; reason: string }
   | { kind: 'deletePodGroup'; name: string; uid: string; reason: string }
+  | { kind: 'createDisruptionBudget'; object: Record<string, unknown> & { metadata: { name: string } }; reason: string }
+  /** Opens or closes a group's PodDisruptionBudget, preconditioned on the resourceVersion read. */
+  | { kind: 'setDisruptionBudget'; name: string; resourceVersion: string; maxUnavailable: number | string; reason: string }
+  | { kind: 'deleteDisruptionBudget'; name: string; uid: string; reason: string }
   | { kind: 'createPod'; pod: V1Pod; reason: string }
   | { kind: 'deletePod'; name: string; uid: string; reason: string }
   | { kind: 'createService'; service: V1Service; reason: string }
@@ -29,6 +33,8 @@ export function describeAction(a: Action): string {
       return `${a.kind} ${a.object.metadata?.name ?? ''}`;
     case 'createPodGroup':
       return `${a.kind} ${a.podGroup.metadata.name}`;
+    case 'createDisruptionBudget':
+      return `${a.kind} ${a.object.metadata.name}`;
     case 'createPod':
       return `${a.kind} ${a.pod.metadata?.name ?? ''}`;
     case 'createService':

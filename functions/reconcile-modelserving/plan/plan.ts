@@ -34,6 +34,7 @@ import { controllerRevisionFor, indexRevisions, revisionsEquivalentTo, roleTempl
 import { selectForReplacement, selectRoleInstancesForReplacement } from './rolling-update.js';
 import { roleKey, roleStateOf, roleTransitions, type GroupState, type RoleStatusSnapshot, type RoleTransition } from './role-status.js';
 import { scaleDecision, selectForScaleDown } from './scale.js';
+import { desiredDisruptionBudget, evictionProtected, isOpen, openGroups, CLOSED_BUDGET, OPEN_BUDGET, type DisruptionBudgetObject } from './disruption.js';
 import { desiredHeadlessService, needsHeadlessService } from './service.js';
 import { planSurge } from './surge.js';
 import { computeStatus } from './status.js';
@@ -53,6 +54,8 @@ export interface ObservedState {
   podGroups?: readonly PodGroupObject[];
   /** The role-status datastore's snapshot, when there is one. */
   roleStatus?: RoleStatusSnapshot;
+  /** PodDisruptionBudgets labelled `modelserving.volcano.sh/name=<ms>`, when read (eviction protection set). */
+  disruptionBudgets?: readonly DisruptionBudgetObject[];
   cluster: ClusterCapabilities;
   now: Date | number;
   options?: PlanOptions;
@@ -564,6 +567,36 @@ function cleanupRevisions(ctx: Ctx, currentRevision: string | undefined): Action
   }));
 }
 
+/** One PodDisruptionBudget per live ServingGroup, open or closed by the rollout budget (disruption.ts). */
+function disruptionBudgets(ctx: Ctx, input: ObservedState): Action[] {
+  if (!input.disruptionBudgets) return [];
+  const { ms } = ctx;
+  const observed = new Map(input.disruptionBudgets.filter((p) => ownershipOf(p.metadata, ms) === 'ours').map((p) => [p.metadata.name, p]));
+  const live = [...ctx.groups.values()].filter((g) => !g.deleting).map((g) => ({ name: g.name, ordinal: g.ordinal, available: groupAvailable(g) }));
+  const out: Action[] = [];
+  const wanted = new Set<string>();
+  if (evictionProtected(ms)) {
+    const maxUnavailable = resolveMaxUnavailable(ms.spec.rolloutStrategy?.rollingUpdateConfiguration?.maxUnavailable ?? 1, ms.spec.replicas, groupSurge(ctx));
+    const alreadyOpen = new Set([...observed.values()].filter(isOpen).map((p) => p.metadata.name));
+    const open = openGroups(live, ms.spec.replicas - maxUnavailable, alreadyOpen);
+    for (const g of live) {
+      wanted.add(g.name);
+      const current = observed.get(g.name);
+      const shouldOpen = open.has(g.name);
+      const why = shouldOpen ? 'eviction allowed: within the rollout budget or already unavailable' : 'eviction blocked: the ModelServing is at its minimum';
+      if (!current) {
+        out.push({ kind: 'createDisruptionBudget', object: desiredDisruptionBudget(ms, g.name, shouldOpen) as Record<string, unknown> & { metadata: { name: string } }, reason: why });
+      } else if (isOpen(current) !== shouldOpen && current.metadata.resourceVersion) {
+        out.push({ kind: 'setDisruptionBudget', name: g.name, resourceVersion: current.metadata.resourceVersion, maxUnavailable: shouldOpen ? OPEN_BUDGET : CLOSED_BUDGET, reason: why });
+      }
+    }
+  }
+  for (const [name, pdb] of observed) {
+    if (!wanted.has(name)) out.push({ kind: 'deleteDisruptionBudget', name, uid: pdb.metadata.uid ?? '', reason: 'its ServingGroup is gone or eviction protection is off' });
+  }
+  return out;
+}
+
 function unscheduledProblems(ctx: Ctx, afterSeconds: number): string[] {
   const waiting = new Map<string, number>();
   for (const g of ctx.idx.groups.values()) {
@@ -617,7 +650,7 @@ function finish(ctx: Ctx, input: ObservedState, head: Action[], frozenStatus: Mo
       now: ctx.nowIso,
     });
     if (ctx.collisionCount > 0 || previousStatus?.collisionCount !== undefined) status = { ...status, collisionCount: ctx.collisionCount };
-    tail = cleanupRevisions(ctx, status.currentRevision);
+    tail = [...cleanupRevisions(ctx, status.currentRevision), ...disruptionBudgets(ctx, input)];
     // Look again when the deadline would pass, so a rollout that gets stuck says so without an event.
     const due = deadlineAt(status.lastProgressTime, progressDeadlineSeconds);
     if (due !== undefined && due > ctx.now) ctx.requeueAt.push(due);

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { openGroups, type BudgetGroup } from './disruption.js';
+import { Steps, makeMS } from './test-fixtures.js';
+import type { DisruptionBudgetObject } from './disruption.js';
+
+const g = (ordinal: number, available = true): BudgetGroup => ({ name: `llm-${ordinal}`, ordinal, available });
+
+describe('eviction protection: which ServingGroups may be evicted', () => {
+  it('opens as many available groups as the budget allows, highest ordinal first, and every unavailable one', () => {
+    expect([...openGroups([g(0), g(1), g(2)], 2, new Set())]).toEqual(['llm-2']);
+    expect([...openGroups([g(0), g(1), g(2)], 1, new Set())].sort()).toEqual(['llm-1', 'llm-2']);
+    expect([...openGroups([g(0), g(1, false), g(2)], 2, new Set())]).toEqual(['llm-1']);
+    expect([...openGroups([g(0), g(1), g(2)], 3, new Set())]).toEqual([]);
+  });
+
+  it('keeps an open group open (a drain in flight is not cut off)', () => {
+    expect([...openGroups([g(0), g(1), g(2)], 2, new Set(['llm-0']))]).toEqual(['llm-0']);
+  });
+
+  it('plans one PDB per group, owned by the ModelServing, only when opted in; removes them on opt-out', () => {
+    const ms = makeMS({ replicas: 3 });
+    ms.metadata.annotations = { 'ripple.dev/eviction-protection': 'true' };
+    const s = new Steps(ms);
+    s.converge();
+    const plan = s.plan({ disruptionBudgets: [] });
+    const pdbs = plan.actions.flatMap((a) => (a.kind === 'createDisruptionBudget' ? [a.object] : []));
+    expect(pdbs.map((p) => [p.metadata.name, (p as { spec: { maxUnavailable: unknown } }).spec.maxUnavailable])).toEqual([
+      ['llm-0', 0],
+      ['llm-1', 0],
+      ['llm-2', '100%'],
+    ]);
+    const observed = pdbs.map((p, i) => ({ ...(p as unknown as DisruptionBudgetObject), metadata: { ...(p as unknown as DisruptionBudgetObject).metadata, uid: `p${i}`, resourceVersion: '1' } }));
+    // Nothing changed since: no PDB write.
+    expect(s.plan({ disruptionBudgets: observed }).actions.filter((a) => a.kind.endsWith('DisruptionBudget'))).toEqual([]);
+    s.ms = { ...s.ms, metadata: { ...s.ms.metadata, annotations: { 'ripple.dev/eviction-protection': 'false' } } };
+    expect(s.plan({ disruptionBudgets: observed }).actions.filter((a) => a.kind === 'deleteDisruptionBudget')).toHaveLength(3);
+  });
+});
