@@ -164,10 +164,11 @@ describe('ModelServing lifecycle', () => {
     expect(ms.status?.updateRevision).not.toBe(before?.status?.updateRevision);
     expect(ms.status).toMatchObject({ currentRevision: ms.status?.updateRevision, updatedReplicas: 2, currentReplicas: 2, availableReplicas: 2 });
     expect(liveNames(pods)).toHaveLength(6);
-    // The old revision's ControllerRevision is gone once no pod uses it.
-    await waitFor('old ControllerRevision removed', 20_000, async () => {
-      const revs = await sb.kc.makeApiClient(AppsV1Api).listNamespacedControllerRevision({ namespace: sb.namespace, labelSelector: `modelserving.volcano.sh/name=${NAME}` });
-      return revs.items.length === 1 && revs.items[0]?.metadata?.name === `llm-${ms.status?.updateRevision}`;
+    // The old revision's ControllerRevision stays as history (revisionHistoryLimit, default 10: rollback), numbered below the new one.
+    const revs = await sb.kc.makeApiClient(AppsV1Api).listNamespacedControllerRevision({ namespace: sb.namespace, labelSelector: `modelserving.volcano.sh/name=${NAME}` });
+    expect(Object.fromEntries(revs.items.map((r) => [r.metadata?.name, r.revision]))).toEqual({
+      [`llm-${before?.status?.updateRevision}`]: 1,
+      [`llm-${ms.status?.updateRevision}`]: 2,
     });
   });
 
