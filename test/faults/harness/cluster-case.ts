@@ -95,7 +95,7 @@ export class ClusterCase {
     for (;;) {
       const left = await this.leftovers();
       const leakedKeys = Object.values(left).reduce((a, b) => a + b, 0);
-      const history = checkHistory(readHistory(this.historyDir), finals);
+      const history = checkHistory(readHistory(this.historyDir), finals, { woken: true });
       const drained = leakedKeys === 0 && history.lost === 0;
       report = { case: this.name, events: this.sent, ...history, leakedKeys, leftovers: left, drained };
       if (drained || Date.now() > deadline) break;
