@@ -2,6 +2,7 @@
 # Stops every process up.sh started and removes the sandbox's state (etcd data, keys, kubeconfig).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
+bash "$here/node-down.sh"  # the real node first (nothing when there is none), while the API server still answers
 if [[ ! -f "$dir/pids" ]]; then
   echo "sandbox: nothing running in $dir"; rm -rf "$dir"; exit 0
 fi

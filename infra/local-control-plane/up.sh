@@ -167,4 +167,5 @@ cat > "$dir/env" <<ENV
 KUBECONFIG=$dir/kubeconfig
 RIPPLE_SANDBOX_ETCD=http://127.0.0.1:$p_etcd
 ENV
+[[ "${RIPPLE_REAL_NODE:-}" != 1 ]] || bash "$here/node-up.sh"  # opt-in: a real node beside the KWOK nodes
 say "ready: kubeconfig at $dir/kubeconfig (kubectl --kubeconfig $dir/kubeconfig get nodes)"
