@@ -13,6 +13,7 @@ import { runRolloutCommand } from './rollout.js';
 import { rippleVersion } from './version.js';
 import { runDoctorCommand } from './doctor/command.js';
 import { CLIENT_COMMANDS, CLIENT_USAGE, runClientCommand } from './ops-client.js';
+import { objectSources } from './object-sources.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { livenessProblems, readinessProblems, type HealthSources } from '../ops/health.js';
 import { registerHealthMetrics } from '../ops/health-metrics.js';
@@ -161,7 +162,8 @@ async function main(): Promise<void> {
   else if (config.RIPPLE_IN_CLUSTER === 'true' && !values.sandbox) target = { kind: 'in-cluster' };
   else {
     log.info('starting the local sandbox (first run builds the control plane; progress follows)');
-    controlPlane = await startControlPlane({ log: (line) => log.info(line) });
+    // The owner: should this process die without stopping the sandbox, the next start stops it.
+    controlPlane = await startControlPlane({ log: (line) => log.info(line), owner: true });
     cleanups.push(() => controlPlane!.stop());
     target = { kind: 'kubeconfig', path: controlPlane.kubeconfig };
   }
@@ -172,6 +174,7 @@ async function main(): Promise<void> {
   if (!redisUrl) {
     redisServer = await startRedis({ log: (line) => log.info(line) });
     cleanups.push(() => redisServer!.stop());
+    if (redisServer.pid !== undefined) controlPlane?.recordProcess('redis-server', redisServer.pid);
     redisUrl = redisServer.url;
   }
   if (controlPlane) installCrds(controlPlane.kubeconfig, log.info.bind(log));
@@ -284,6 +287,7 @@ async function main(): Promise<void> {
             host,
             token: config.RIPPLE_OPS_TOKEN,
             roles: modelServingRoleStatusReader(host.redis, host.prefix),
+            objects: objectSources({ kc, redis: host.redis, prefix: host.prefix, namespace }),
             log,
             // What `ripple status` shows of this process besides the queues.
             process: {
@@ -325,15 +329,7 @@ async function main(): Promise<void> {
   // Lets a parent process (tests, supervisors) know start-up is over, with the ports it got.
   process.send?.({ ready: true, opsPort, port: servePort });
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) {
-      log.warn({ signal }, 'second signal: exiting without waiting for in-flight reconciles');
-      process.exit(1);
-    }
-    stopping = true;
-    log.info({ signal }, 'stopping: finishing in-flight reconciles');
-    const steps = [...stopProducing, () => host.close(), ...stopServing, ...cleanups];
+  const run = async (steps: Array<() => Promise<void>>) => {
     for (const step of steps) {
       try {
         await step();
@@ -341,11 +337,25 @@ async function main(): Promise<void> {
         log.warn({ err: String(err) }, 'cleanup step failed');
       }
     }
+  };
+  let stoppingSince: number | undefined;
+  const stop = async (signal: string) => {
+    if (stoppingSince !== undefined) {
+      // One Ctrl-C arrives twice under npm: the terminal signals the whole process group and npm
+      // forwards it to its child as well. Only a later signal is a person insisting.
+      if (Date.now() - stoppingSince < 1_000) return;
+      log.warn({ signal }, 'second signal: not waiting for in-flight reconciles; stopping what this process started');
+      await run(cleanups);
+      process.exit(1);
+    }
+    stoppingSince = Date.now();
+    log.info({ signal }, 'stopping: finishing in-flight reconciles');
+    await run([...stopProducing, () => host.close(), ...stopServing, ...cleanups]);
     log.info('stopped');
     process.exit(0);
   };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  // SIGHUP: the terminal was closed or the SSH session dropped; what this process started must not outlive it.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stop(signal));
 }
 
 function installCrds(kubeconfig: string, log: (msg: string) => void): void {

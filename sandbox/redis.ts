@@ -10,6 +10,8 @@ export interface RedisServer {
   url: string;
   /** Where it came from, for the start-up message. */
   source: 'REDIS_URL' | 'redis-server' | 'testcontainers';
+  /** The local redis-server's pid, when this helper started one (the sandbox records it: ControlPlane.recordProcess). */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -42,11 +44,14 @@ export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> 
 async function startLocal(log: (line: string) => void): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'ripple-redis-'));
-  // No persistence: this Redis lives only as long as the process that started it.
+  // No persistence: this Redis lives only as long as the process that started it. In a session of its
+  // own (detached): a terminal's Ctrl-C reaches the whole foreground process group, and a Redis stopped
+  // by it at once would go before the workers that still use it, whose last lines would then be
+  // connection errors from a shutdown that in fact succeeded. Its starter stops it, last.
   const child = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: 'ignore', detached: false },
+    { stdio: 'ignore', detached: true },
   );
   const url = `redis://127.0.0.1:${port}`;
   log(`redis: started redis-server on ${url}`);
@@ -59,8 +64,9 @@ async function startLocal(log: (line: string) => void): Promise<RedisServer> {
   return {
     url,
     source: 'redis-server',
+    pid: child.pid,
     stop: async () => {
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
         child.kill('SIGTERM');
         await exited;
