@@ -405,7 +405,7 @@ describe('charts/ripple', () => {
       [['--set', 'config.logLevel=verbose'], /at '\/config\/logLevel': value must be one of/],
       [['--set-string', 'allInOne.replicas=two'], /at '\/allInOne\/replicas': got string, want integer/],
       [['--set', 'opsToken.generate=true'], /at '\/opsToken': additional properties 'generate' not allowed/],
-      [['--set', 'workers.perFunction.reconcile-modelservings.replicas=2'], /at '\/workers\/perFunction'/],
+      [['--set', 'workers.perFunction.reconcile-modelservings.replicas=2'], /invalid propertyName 'reconcile-modelservings'[\s\S]*value must be one of 'reconcile-modelserving', 'reconcile-autoscaler', 'ops-lifecycle', 'emit-events'/],
       [['--set', 'monitoring.prometheusRule.runbookBaseUrl=docs.example'], /at '\/monitoring\/prometheusRule\/runbookBaseUrl'/],
       [['--set', 'mode=serverless'], /mode=serverless needs a function token .*functionToken.existingSecret .* or functionToken.value/],
       [['--set', 'opsToken.value=short'], /at '\/opsToken\/value': minLength: got 5, want 16/],
@@ -435,18 +435,19 @@ describe('charts/ripple', () => {
   });
 
   it('helm template of the scaled mode matches the kustomize scaled overlay', () => {
-    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', '--set', 'mode=scaled', '--set', 'keda.enabled=true', '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379']), 'helm template'));
+    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', '--set', 'mode=scaled', '--set', 'keda.enabled=true', '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379', '--set', 'opsToken.existingSecret=ripple-ops-token']), 'helm template'));
     expectLikeOverlay(mine, 'scaled', {
       rename: (n) => n,
       onlyTheirs: ['Namespace/ripple-system'],
-      // The overlay leaves the Redis URL to the operator; the chart runs two ops replicas under a PDB.
+      // The overlay leaves the Redis URL to the operator (the ops token is the overlay's Secret here too); the
+      // chart runs two ops replicas under a PDB.
       onlyMine: ['Secret/ripple-redis', 'PodDisruptionBudget/ripple-ops'],
       replicas: { 'Deployment/ripple-ops': 2 },
     });
   });
 
   it('helm template of the serverless mode matches the kustomize serverless overlay, but for the function names', () => {
-    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', '--set', 'mode=serverless', '--set', `functionToken.value=${TOKEN}`, '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379']), 'helm template'));
+    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', '--set', 'mode=serverless', '--set', `functionToken.value=${TOKEN}`, '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379', '--set', 'opsToken.existingSecret=ripple-ops-token']), 'helm template'));
     // The chart names Knative Services `<fullname>-<function>` (two releases must not collide); the
     // overlay names them after the function. The dispatcher's URLs follow the names.
     const fnNames = new RegExp(`(^|=http://)ripple-(${FUNCTIONS.join('|')})(?=$|\\.)`);
