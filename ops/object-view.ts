@@ -187,8 +187,10 @@ export function groupsOf(value: unknown): { groups: ServingGroupView[]; updatedA
   return { groups, ...(v.data.updatedAt ? { updatedAt: v.data.updatedAt } : {}) };
 }
 
-/** A condition worth showing beside the phase: anything False or Unknown, except the summary Ready shown apart. */
-const notable = (c: ConditionView) => c.type !== 'Ready' && (c.status !== 'True' || c.type === 'Stalled');
+/** Conditions whose True is the news (a rollout under way, a stall); for every other type False or Unknown is. */
+const TRUE_IS_NEWS = new Set(['Stalled', 'Progressing', 'UpdateInProgress']);
+/** A condition worth showing beside the phase (the summary Ready is shown apart). */
+const notable = (c: ConditionView) => c.type !== 'Ready' && (TRUE_IS_NEWS.has(c.type) ? c.status === 'True' : c.status !== 'True');
 
 export async function modelServingPage(s: ObjectSources, roles: RoleStatusReader, q: PageQuery): Promise<Page<ModelServingView>> {
   const page = await listPage(s, Resources.modelServing, q, msSchema);
