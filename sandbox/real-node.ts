@@ -112,6 +112,17 @@ export function realNodeLeftovers(sandboxDir: string): string[] {
   return found;
 }
 
+/**
+ * Whether kube-proxy has programmed the host's NAT rules to send the Service `namespace/name` to `endpoint`
+ * (ip:port): a DNAT rule with the Service's comment. Until then a client gets "connection refused" (kube-proxy
+ * rejects a Service it knows no ready endpoint for), as on any cluster right after an endpoint appears.
+ */
+export function kubeProxyRoutes(namespace: string, name: string, endpoint: string): boolean {
+  const saved = spawnSync('iptables-save', ['-t', 'nat'], { encoding: 'utf8' });
+  if (saved.status !== 0) throw new Error(`iptables-save failed: ${saved.stderr}`);
+  return saved.stdout.split('\n').some((l) => l.includes(`${namespace}/${name}`) && l.includes(`--to-destination ${endpoint}`));
+}
+
 /** The host settings the node changes (node.env REAL_NODE_SYSCTLS) and their current values. */
 export function realNodeSysctls(): Record<string, string> {
   const text = readFileSync(path.join(scripts, 'node.env'), 'utf8');

@@ -2,7 +2,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { realNode, realNodeLeftovers, realNodeSysctls, startRealNode, stopRealNode } from '../../sandbox/real-node.js';
+import {
+  kubeProxyRoutes,
+  realNode,
+  realNodeLeftovers,
+  realNodeSysctls,
+  startRealNode,
+  stopRealNode,
+} from '../../sandbox/real-node.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // The real node (RIPPLE_REAL_NODE=1, infra/local-control-plane/node-up.sh) does what KWOK only pretends: a
@@ -81,6 +88,10 @@ describe('real node smoke', () => {
       body: { metadata: { name: 'model' }, spec: { selector: { app: 'model' }, ports: [{ port: 80, targetPort: 8080 }] } },
     });
     expect(svc.spec?.clusterIP).toMatch(/^10\.0\.0\./);
+    const serverIp = (await readPod('server')).status?.podIP;
+    await waitFor('kube-proxy to route Service model to the server pod', 30_000, async () =>
+      kubeProxyRoutes(sb.namespace, 'model', `${serverIp}:8080`),
+    );
     // The short name goes through the pod's search path (namespace.svc.cluster.local) to CoreDNS at kube-dns's
     // ClusterIP, and the answer's ClusterIP only leads to the server through kube-proxy's rules.
     await sb.core.createNamespacedPod({
