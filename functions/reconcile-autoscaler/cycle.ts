@@ -30,7 +30,9 @@ import { cycleStamp, decideCycle, type GroupInputs } from './saturation/engine.j
 import { planScaleFromZero, type PendingRequests } from './saturation/from-zero.js';
 import { gpuCapacityByType } from './saturation/inventory.js';
 import { readAllDecisions, storeCycleDecisions, storeCycleRecord, type CycleRecord } from './state.js';
-import { deploymentFacts } from './target/deployment-facts.js';
+import { deploymentFacts, type DeploymentFacts } from './target/deployment-facts.js';
+import { targetKindOf } from './target/kinds.js';
+import { readScaledTarget } from './target/read.js';
 import { labelSelectorQuery, mapPodsToVariants, type PodRef } from './target/selector.js';
 import { ensureTickInterval } from './tick.js';
 
@@ -128,24 +130,45 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
   const deployments = new Map<string, V1Deployment>();
   for (const [ns, items] of listed.items) for (const d of items) deployments.set(`${ns}/${d.metadata?.name ?? ''}`, d);
   const unreadable = new Map<string, string>(listed.failed);
+  // Targets of the other kinds (StatefulSet, LeaderWorkerSet, ModelServing): each read with its scale
+  // subresource. One that cannot be read leaves its namespace out of the cycle, as a failed list does.
+  const scaled = new Map<string, DeploymentFacts>();
+  const others = valid.filter((va) => va.spec.scaleTargetRef.kind !== 'Deployment' && !unreadable.has(va.metadata.namespace ?? ''));
+  await mapBounded(others, POD_LIST_CONCURRENCY, async (va) => {
+    const ns = va.metadata.namespace ?? '';
+    const kind = targetKindOf(va.spec.scaleTargetRef);
+    if (kind === undefined) return;
+    try {
+      const facts = await readScaledTarget(ctx, kind, ns, va.spec.scaleTargetRef.name);
+      if (facts) scaled.set(`${ns}/${kind.kind}/${facts.name}`, facts);
+    } catch (err) {
+      unreadable.set(ns, errorText(err));
+    }
+  });
+  const targetOf = (ns: string, ref: VariantAutoscaling['spec']['scaleTargetRef']): DeploymentFacts | undefined => {
+    if (ref.kind !== 'Deployment') return scaled.get(`${ns}/${ref.kind}/${ref.name}`);
+    const d = deployments.get(`${ns}/${ref.name}`);
+    return d ? deploymentFacts(d) : undefined;
+  };
   const { decisions: previous, keys: storedDecisionKeys } = await readAllDecisions(ctx.redis, ctx.prefix);
   const candidates: VariantCandidate[] = valid
     .filter((va) => !unreadable.has(va.metadata.namespace ?? ''))
     .map((va) => {
       const key = `${va.metadata.namespace ?? ''}/${va.metadata.name ?? ''}`;
-      const d = deployments.get(`${va.metadata.namespace ?? ''}/${va.spec.scaleTargetRef.name}`);
       const p = previous.get(key);
-      return { va, deployment: d ? deploymentFacts(d) : undefined, ...(p ? { previous: { desiredReplicas: p.desiredReplicas, targetUid: p.targetUid } } : {}) };
+      return { va, deployment: targetOf(va.metadata.namespace ?? '', va.spec.scaleTargetRef), ...(p ? { previous: { desiredReplicas: p.desiredReplicas, targetUid: p.targetUid } } : {}) };
     });
+  const targetByVa = new Map(candidates.map((c) => [`${c.va.metadata.namespace ?? ''}/${c.va.metadata.name ?? ''}`, c.deployment]));
   const { groups, inactive: leftOut, atZero } = selectActiveVariants(candidates, names.controllerInstance !== undefined ? { controllerInstance: names.controllerInstance } : {});
 
-  // Each Deployment's pods by its own selector, not every pod of the namespace.
+  // Each target's pods by its own selector (a Deployment's spec.selector, another kind's scale
+  // subresource's), not every pod of the namespace.
   const podVariantByNs = new Map<string, Map<string, string>>();
   for (const ns of [...new Set(groups.map((g) => g.namespace))]) {
     const variants = groups
       .filter((g) => g.namespace === ns)
       .flatMap((g) => g.variants)
-      .map((v) => ({ variantName: v.variantName, selector: deployments.get(`${ns}/${v.variantName}`)?.spec?.selector }));
+      .map((v) => ({ variantName: v.variantName, selector: targetByVa.get(v.key)?.selector }));
     const pods = new Map<string, PodRef>();
     try {
       const lists = await mapBounded(variants, POD_LIST_CONCURRENCY, async (v) => {

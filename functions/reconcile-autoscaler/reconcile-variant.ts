@@ -1,9 +1,8 @@
 /**
- * One VariantAutoscaling: read it and its Deployment fresh, take the latest cycle's decision from
+ * One VariantAutoscaling: read it and its scale target (target/read.ts) fresh, take the latest cycle's decision from
  * Redis, publish its gauges, and write its status (WVA's conditions and fields beside the unified
  * model) only when something changed, with the resourceVersion read.
  */
-import { AppsV1Api } from '@kubernetes/client-node';
 import { ACCELERATOR_NAME_LABEL, parseVariantAutoscaling, variantAutoscalingStatusSchema, type VariantAutoscalingStatus } from '../../api/variantautoscaling.js';
 import { kubeObjectSchema } from '../../kube/object.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
@@ -16,17 +15,8 @@ import { belongsToInstance, inactiveStillApplies, UNRESOLVED_ACCELERATOR } from 
 import type { VariantDecision } from './saturation/decision.js';
 import { forgetVariant, publishSeries, readDecision, readInactive, seriesExpired, unpublishSeries, type InactiveRecord } from './state.js';
 import { variantStatusWrite } from './status/va-status.js';
-import { deploymentFacts, type DeploymentFacts } from './target/deployment-facts.js';
+import { readTarget } from './target/read.js';
 import { resolveTarget, targetSpecProblems } from './target/resolve.js';
-
-async function readDeployment(ctx: HandlerContext, namespace: string, name: string): Promise<DeploymentFacts | undefined> {
-  try {
-    return deploymentFacts(await ctx.kc.makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace, name }));
-  } catch (err) {
-    if (isStatus(err, 404)) return undefined;
-    throw err;
-  }
-}
 
 export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContext): Promise<ReconcileResult | void> {
   const namespace = req.namespace ?? '';
@@ -66,7 +56,7 @@ export async function reconcileVariant(req: ReconcileRequest, ctx: HandlerContex
   const previousStatus: VariantAutoscalingStatus | undefined = variantAutoscalingStatusSchema.safeParse(object['status']).data;
   const ref = va.spec.scaleTargetRef;
   const specErrors = targetSpecProblems(ref);
-  const deployment = specErrors.length === 0 ? await readDeployment(ctx, namespace, ref.name) : undefined;
+  const deployment = specErrors.length === 0 ? await readTarget(ctx, namespace, ref) : undefined;
   const target = resolveTarget(va, deployment);
 
   let decision: VariantDecision | undefined;

@@ -37,7 +37,7 @@ describe('selectActiveVariants', () => {
     const deletingVa = va('gone');
     deletingVa.metadata.deletionTimestamp = '2026-01-29T10:00:00Z';
     const sts = va('sts');
-    sts.spec.scaleTargetRef = { kind: 'StatefulSet', name: 'sts' };
+    sts.spec.scaleTargetRef = { kind: 'ReplicaSet', name: 'sts' };
     const { groups, inactive } = selectActiveVariants(
       [
         candidate(deletingVa, deployment('gone', 1)),
@@ -75,7 +75,7 @@ describe('selectActiveVariants', () => {
       { key: 'llm/b-second', reason: 'duplicate-target', message: 'Deployment shared is already scaled by VariantAutoscaling a-first' },
       { key: 'llm/dying', reason: 'target-deleting', message: 'Deployment dying is being deleted' },
       { key: 'llm/missing', reason: 'target-not-found', message: 'Deployment missing not found' },
-      { key: 'llm/sts', reason: 'unsupported-target', message: 'scaleTargetRef StatefulSet is not an apps/v1 Deployment' },
+      { key: 'llm/sts', reason: 'unsupported-target', message: 'scaleTargetRef ReplicaSet is not a kind the autoscaler scales' },
       {
         key: 'llm/zero',
         reason: 'target-scaled-to-zero',

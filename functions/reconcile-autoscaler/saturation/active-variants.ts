@@ -34,6 +34,8 @@ export interface ActiveVariant {
   namespace: string;
   modelID: string;
   variantName: string;
+  /** The scale target's kind (target/kinds.ts); absent: Deployment. */
+  targetKind?: string;
   cost: number;
   accelerator: string;
   acceleratorSource: 'label' | 'node-selector' | 'status' | 'unresolved';
@@ -115,16 +117,16 @@ export function selectActiveVariants(
     const skip = (reason: InactiveReason, message: string) => inactive.push({ key, reason, message });
     if (va.metadata.deletionTimestamp) { skip('deleting', 'VariantAutoscaling is being deleted'); continue; }
     if (!belongsToInstance(va, options.controllerInstance)) { skip('other-controller-instance', `not labelled ${CONTROLLER_INSTANCE_LABEL}=${options.controllerInstance ?? ''}`); continue; }
-    if (!isSupportedTarget(ref)) { skip('unsupported-target', `scaleTargetRef ${ref.kind} is not an apps/v1 Deployment`); continue; }
-    if (d === undefined) { skip('target-not-found', `Deployment ${ref.name} not found`); continue; }
-    if (d.deleting) { skip('target-deleting', `Deployment ${ref.name} is being deleted`); continue; }
-    const targetKey = `${va.metadata.namespace ?? ''}/${ref.name}`;
+    if (!isSupportedTarget(ref)) { skip('unsupported-target', `scaleTargetRef ${ref.kind} is not a kind the autoscaler scales`); continue; }
+    if (d === undefined) { skip('target-not-found', `${ref.kind} ${ref.name} not found`); continue; }
+    if (d.deleting) { skip('target-deleting', `${ref.kind} ${ref.name} is being deleted`); continue; }
+    const targetKey = `${va.metadata.namespace ?? ''}/${ref.kind}/${ref.name}`;
     if (d.specReplicas <= 0) {
       const v = variantOf(c, key, d);
       inactive.push({
         key,
         reason: 'target-scaled-to-zero',
-        message: `Deployment ${ref.name} has 0 replicas`,
+        message: `${ref.kind} ${ref.name} has 0 replicas`,
         zeroSeries: { variantName: v.variantName, namespace: v.namespace, accelerator: v.accelerator, current: v.currentReplicas },
       });
       // A candidate for scale from zero (one VA per Deployment, as below).
@@ -135,7 +137,7 @@ export function selectActiveVariants(
       continue;
     }
     const owner = claimed.get(targetKey);
-    if (owner !== undefined) { skip('duplicate-target', `Deployment ${ref.name} is already scaled by VariantAutoscaling ${owner}`); continue; }
+    if (owner !== undefined) { skip('duplicate-target', `${ref.kind} ${ref.name} is already scaled by VariantAutoscaling ${owner}`); continue; }
     claimed.set(targetKey, va.metadata.name ?? '');
     active.push(variantOf(c, key, d));
   }
@@ -153,6 +155,7 @@ function variantOf(c: VariantCandidate, key: string, d: DeploymentFacts): Active
     namespace: va.metadata.namespace ?? '',
     modelID: va.spec.modelID,
     variantName: ref.name,
+    ...(ref.kind !== 'Deployment' ? { targetKind: ref.kind } : {}),
     targetUid: d.uid,
     cost: variantCostOf(va),
     ...accelerator(va, d),

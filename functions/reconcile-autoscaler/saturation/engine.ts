@@ -213,8 +213,8 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
         reporting > 0
           ? metricsCondition('True', MetricsAvailableReason.MetricsFound, `Saturation metrics from ${reporting} pod(s)`)
           : metrics.stale?.some((p) => p.variantName === v.variantName)
-            ? metricsCondition('False', MetricsAvailableReason.MetricsStale, staleText(options, `the pods of Deployment ${v.variantName}`))
-            : metricsCondition('False', MetricsAvailableReason.MetricsMissing, `No saturation metrics from the pods of Deployment ${v.variantName} yet: they may not be ready or not scraped`),
+            ? metricsCondition('False', MetricsAvailableReason.MetricsStale, staleText(options, `the pods of ${v.targetKind ?? 'Deployment'} ${v.variantName}`))
+            : metricsCondition('False', MetricsAvailableReason.MetricsMissing, `No saturation metrics from the pods of ${v.targetKind ?? 'Deployment'} ${v.variantName} yet: they may not be ready or not scraped`),
       optimizationReady: optimizationCondition('True', OptimizationReadyReason.OptimizationSucceeded, `${steadyText(reason, computed.step.kind === 'none' && !computed.inTransition)} (desired ${desired} replica(s))`),
     };
   });

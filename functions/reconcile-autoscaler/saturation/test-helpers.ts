@@ -29,6 +29,7 @@ export function va(name: string, o: VaOptions = {}): VariantAutoscaling {
 export function deployment(name: string, replicas: number, o: { namespace?: string; ready?: number; gpus?: number; deleting?: boolean; specReplicas?: number } = {}): DeploymentFacts {
   const ready = o.ready ?? replicas;
   return {
+    kind: 'Deployment',
     name,
     uid: `${name}-uid`,
     namespace: o.namespace ?? 'llm',

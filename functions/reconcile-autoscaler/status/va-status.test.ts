@@ -150,9 +150,13 @@ describe('the unified status model (status/ engine) for a VA', () => {
   });
 
   it('a spec the API accepts but cannot work: ConfigValid=False naming the field, Failed, terminal', () => {
-    const bad = { spec: { ...spec, variantCost: '1', scaleTargetRef: { kind: 'StatefulSet', name: 'llama-8b' } } };
+    const bad = { spec: { ...spec, variantCost: '1', scaleTargetRef: { kind: 'ReplicaSet', name: 'llama-8b' } } };
     const problems = targetSpecProblems(bad.spec.scaleTargetRef);
-    expect(problems).toEqual(['spec.scaleTargetRef.kind: "StatefulSet" is not supported: the autoscaler scales Deployments']);
+    expect(problems).toEqual([
+      'spec.scaleTargetRef.kind: "ReplicaSet" is not supported: the autoscaler scales apps/v1 Deployment, apps/v1 StatefulSet, leaderworkerset.x-k8s.io/v1 LeaderWorkerSet, workload.serving.volcano.sh/v1alpha1 ModelServing',
+    ]);
+    expect(targetSpecProblems({ kind: 'StatefulSet', apiVersion: 'apps/v1beta1', name: 'x' })).toEqual(['spec.scaleTargetRef.apiVersion: "apps/v1beta1" is not supported: use "apps/v1" or leave it out']);
+    expect(targetSpecProblems({ kind: 'LeaderWorkerSet', apiVersion: 'leaderworkerset.x-k8s.io/v1', name: 'x' })).toEqual([]);
     const r = run({ specErrors: problems, target: resolveTarget(bad, undefined) });
     expect(r.status.phase).toBe('Failed');
     expect(cond(r.status, 'ConfigValid')).toEqual(['False', 'InvalidSpec']);

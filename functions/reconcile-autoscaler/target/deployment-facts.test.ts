@@ -1,6 +1,6 @@
 import type { V1Deployment } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { deploymentFacts } from './deployment-facts.js';
+import { deploymentFacts, scaleTargetFacts } from './deployment-facts.js';
 
 const base = (over: Partial<V1Deployment> = {}): V1Deployment => ({
   metadata: { name: 'llama', namespace: 'llm', uid: 'u-1' },
@@ -15,7 +15,19 @@ const base = (over: Partial<V1Deployment> = {}): V1Deployment => ({
 
 describe('deploymentFacts', () => {
   it('reads replicas, pending pods and GPUs per replica', () => {
-    expect(deploymentFacts(base())).toEqual({ name: 'llama', uid: 'u-1', namespace: 'llm', deleting: false, specReplicas: 3, currentReplicas: 3, readyReplicas: 2, pendingReplicas: 1, gpusPerReplica: 2 });
+    expect(deploymentFacts(base())).toEqual({
+      kind: 'Deployment',
+      name: 'llama',
+      uid: 'u-1',
+      namespace: 'llm',
+      deleting: false,
+      specReplicas: 3,
+      currentReplicas: 3,
+      readyReplicas: 2,
+      pendingReplicas: 1,
+      gpusPerReplica: 2,
+      selector: { matchLabels: { app: 'llama' } },
+    });
   });
 
   it('uses spec.replicas while status says 0, and never a negative pending count', () => {
@@ -36,5 +48,34 @@ describe('deploymentFacts', () => {
 
   it('notices a deletion in progress', () => {
     expect(deploymentFacts(base({ metadata: { name: 'llama', namespace: 'llm', deletionTimestamp: new Date() } })).deleting).toBe(true);
+  });
+});
+
+describe('scaleTargetFacts (StatefulSet, LeaderWorkerSet, ModelServing through the scale subresource; issue 31 item 4)', () => {
+  it("reads replicas and the pod selector from /scale, ready ones from the object's status", () => {
+    const lws = scaleTargetFacts(
+      'LeaderWorkerSet',
+      { metadata: { name: 'lws', namespace: 'llm', uid: 'u-2' }, status: { readyReplicas: 1 }, podSpec: { containers: [{ name: 'w', resources: { requests: { 'nvidia.com/gpu': '4' } } }] } },
+      { spec: { replicas: 2 }, status: { replicas: 2, selector: 'leaderworkerset.sigs.k8s.io/name=lws,leaderworkerset.sigs.k8s.io/worker-index=0' } },
+    );
+    expect(lws).toEqual({
+      kind: 'LeaderWorkerSet',
+      name: 'lws',
+      uid: 'u-2',
+      namespace: 'llm',
+      deleting: false,
+      specReplicas: 2,
+      currentReplicas: 2,
+      readyReplicas: 1,
+      pendingReplicas: 1,
+      gpusPerReplica: 4,
+      selector: { matchLabels: { 'leaderworkerset.sigs.k8s.io/name': 'lws', 'leaderworkerset.sigs.k8s.io/worker-index': '0' } },
+    });
+  });
+
+  it('uses spec.replicas while /scale reports no status, availableReplicas when there is no readyReplicas (ModelServing), and no selector when none is reported', () => {
+    const ms = scaleTargetFacts('ModelServing', { metadata: { name: 'ms' }, status: { availableReplicas: 5 } }, { spec: { replicas: 3 } });
+    expect(ms).toMatchObject({ kind: 'ModelServing', specReplicas: 3, currentReplicas: 3, readyReplicas: 3, pendingReplicas: 0, gpusPerReplica: 1 });
+    expect(ms.selector).toBeUndefined();
   });
 });

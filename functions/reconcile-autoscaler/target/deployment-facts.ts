@@ -1,7 +1,13 @@
-/** The few facts about a Deployment the autoscaler decides on, read from the API object. */
-import type { V1Deployment, V1PodSpec } from '@kubernetes/client-node';
+/**
+ * The few facts about a scale target the autoscaler decides on: a Deployment read from its API object,
+ * the other kinds (target/kinds.ts) from their object and its scale subresource.
+ */
+import type { V1Deployment, V1LabelSelector, V1PodSpec } from '@kubernetes/client-node';
+import { parseSelectorString } from './selector.js';
 
 export interface DeploymentFacts {
+  /** The target's kind (`Deployment`, `StatefulSet`, `LeaderWorkerSet`, `ModelServing`). */
+  kind: string;
   name: string;
   /** Tells a recreated Deployment from the one a decision was made for. */
   uid: string;
@@ -20,6 +26,8 @@ export interface DeploymentFacts {
   gpuProduct?: string;
   /** RFC 3339 creation time: a young Deployment's pods are re-checked for metrics sooner than the tick. */
   createdAt?: string;
+  /** Which pods are the target's: the Deployment's `spec.selector`, or the scale subresource's selector. */
+  selector?: V1LabelSelector;
 }
 
 const GPU_RESOURCES = ['nvidia.com/gpu', 'amd.com/gpu', 'intel.com/gpu'];
@@ -59,6 +67,7 @@ export function deploymentFacts(d: V1Deployment): DeploymentFacts {
   const ready = d.status?.readyReplicas ?? 0;
   const product = gpuProduct(d.spec?.template?.spec);
   return {
+    kind: 'Deployment',
     name: d.metadata?.name ?? '',
     uid: d.metadata?.uid ?? '',
     namespace: d.metadata?.namespace ?? '',
@@ -70,5 +79,48 @@ export function deploymentFacts(d: V1Deployment): DeploymentFacts {
     gpusPerReplica: gpusPerReplica(d.spec?.template?.spec),
     ...(product !== undefined ? { gpuProduct: product } : {}),
     ...(d.metadata?.creationTimestamp ? { createdAt: new Date(d.metadata.creationTimestamp).toISOString() } : {}),
+    ...(d.spec?.selector ? { selector: d.spec.selector } : {}),
+  };
+}
+
+/** A target read through its scale subresource (`autoscaling/v1` Scale) beside its own object. */
+export interface ScaleRead {
+  spec?: { replicas?: number };
+  status?: { replicas?: number; selector?: string };
+}
+
+export interface TargetObject {
+  metadata: { name: string; namespace?: string; uid?: string; deletionTimestamp?: string; creationTimestamp?: string };
+  status?: { readyReplicas?: number; availableReplicas?: number };
+  /** The pod template's spec, when the kind has one (target/kinds.ts's podSpecPath). */
+  podSpec?: V1PodSpec;
+}
+
+/**
+ * Facts of a StatefulSet, LeaderWorkerSet or ModelServing: replicas as its scale subresource reports
+ * them (a LeaderWorkerSet's and a ModelServing's are groups, not pods), ready ones from its status
+ * (`readyReplicas`, else `availableReplicas`), and its pods by the scale subresource's selector.
+ */
+export function scaleTargetFacts(kind: string, o: TargetObject, scale: ScaleRead): DeploymentFacts {
+  const specReplicas = scale.spec?.replicas ?? 1;
+  const statusReplicas = scale.status?.replicas ?? 0;
+  const current = statusReplicas > 0 ? statusReplicas : specReplicas;
+  const ready = Math.min(current, o.status?.readyReplicas ?? o.status?.availableReplicas ?? 0);
+  const product = gpuProduct(o.podSpec);
+  const selector = parseSelectorString(scale.status?.selector);
+  return {
+    kind,
+    name: o.metadata.name,
+    uid: o.metadata.uid ?? '',
+    namespace: o.metadata.namespace ?? '',
+    deleting: o.metadata.deletionTimestamp !== undefined,
+    specReplicas,
+    currentReplicas: current,
+    readyReplicas: ready,
+    pendingReplicas: Math.max(0, current - ready),
+    gpusPerReplica: gpusPerReplica(o.podSpec),
+    ...(product !== undefined ? { gpuProduct: product } : {}),
+    ...(o.metadata.creationTimestamp ? { createdAt: new Date(o.metadata.creationTimestamp).toISOString() } : {}),
+    ...(selector !== undefined ? { selector } : {}),
   };
 }

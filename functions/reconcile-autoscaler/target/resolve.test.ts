@@ -43,9 +43,23 @@ describe('resolveTarget (seed 003)', () => {
     expect(r.condition).toMatchObject({ reason: 'TargetNotFound', message: 'Scale target Deployment d not found: it is being deleted' });
   });
 
-  it('reports a target that is not a Deployment', () => {
-    const r = resolveTarget(va('v', 'lws', 'default', 'LeaderWorkerSet'), undefined);
-    expect(r.condition).toMatchObject({ status: 'False', reason: 'TargetNotFound', message: 'Scale target LeaderWorkerSet lws not supported: scaleTargetRef must name an apps/v1 Deployment' });
+  it('reports a target of a kind it does not scale', () => {
+    const r = resolveTarget(va('v', 'rs', 'default', 'ReplicaSet'), undefined);
+    expect(r.condition).toMatchObject({
+      status: 'False',
+      reason: 'TargetNotFound',
+      message: 'Scale target ReplicaSet rs not supported: scaleTargetRef must name one of apps/v1 Deployment, apps/v1 StatefulSet, leaderworkerset.x-k8s.io/v1 LeaderWorkerSet, workload.serving.volcano.sh/v1alpha1 ModelServing',
+    });
+  });
+
+  it('resolves a StatefulSet, a LeaderWorkerSet and a ModelServing, saying which kind (issue 31 item 4)', () => {
+    for (const kind of ['StatefulSet', 'LeaderWorkerSet', 'ModelServing']) {
+      const r = resolveTarget(va('v', 't', 'default', kind), { ...deployment('t', 2), kind });
+      expect(r.found).toBe(true);
+      expect(r.condition).toMatchObject({ status: 'True', reason: 'TargetFound', message: `Scale target ${kind} t found (scaled through its scale subresource)` });
+    }
+    // A Deployment of the same name is not the StatefulSet the VA names.
+    expect(resolveTarget(va('v', 't', 'default', 'StatefulSet'), deployment('t', 2)).condition.message).toBe('Scale target StatefulSet t not found');
   });
 });
 

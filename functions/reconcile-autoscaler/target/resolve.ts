@@ -10,7 +10,9 @@ import {
   type VariantAutoscaling,
 } from '../../../api/variantautoscaling.js';
 import type { ConditionInput } from '../../../status/conditions.js';
+import { apiVersionOf } from '../../../kube/resources.js';
 import type { DeploymentFacts } from './deployment-facts.js';
+import { SUPPORTED_KINDS_TEXT, TARGET_KINDS, targetKindOf } from './kinds.js';
 
 export interface TargetResolution {
   found: boolean;
@@ -28,9 +30,9 @@ export interface TargetResolution {
   };
 }
 
-/** Ripple scales apps/v1 Deployments, as WVA does. */
+/** Deployments, StatefulSets, LeaderWorkerSets and ModelServings (target/kinds.ts). */
 export function isSupportedTarget(ref: VariantAutoscaling['spec']['scaleTargetRef']): boolean {
-  return ref.kind === 'Deployment' && (ref.apiVersion === undefined || ref.apiVersion === '' || ref.apiVersion === 'apps/v1');
+  return targetKindOf(ref) !== undefined;
 }
 
 /**
@@ -39,14 +41,15 @@ export function isSupportedTarget(ref: VariantAutoscaling['spec']['scaleTargetRe
  */
 export function targetSpecProblems(ref: VariantAutoscaling['spec']['scaleTargetRef']): string[] {
   const problems: string[] = [];
-  if (ref.kind !== 'Deployment') problems.push(`spec.scaleTargetRef.kind: ${JSON.stringify(ref.kind)} is not supported: the autoscaler scales Deployments`);
-  if (ref.apiVersion !== undefined && ref.apiVersion !== '' && ref.apiVersion !== 'apps/v1') {
-    problems.push(`spec.scaleTargetRef.apiVersion: ${JSON.stringify(ref.apiVersion)} is not supported: use "apps/v1" or leave it out`);
+  const kind = TARGET_KINDS.find((k) => k.kind === ref.kind);
+  if (kind === undefined) problems.push(`spec.scaleTargetRef.kind: ${JSON.stringify(ref.kind)} is not supported: the autoscaler scales ${SUPPORTED_KINDS_TEXT}`);
+  else if (ref.apiVersion !== undefined && ref.apiVersion !== '' && ref.apiVersion !== apiVersionOf(kind.resource)) {
+    problems.push(`spec.scaleTargetRef.apiVersion: ${JSON.stringify(ref.apiVersion)} is not supported: use "${apiVersionOf(kind.resource)}" or leave it out`);
   }
   return problems;
 }
 
-function notFound(message: string, name: string): TargetResolution {
+function notFound(message: string, kind: string, name: string): TargetResolution {
   return {
     found: false,
     condition: { type: ConditionType.TargetResolved, status: 'False', reason: TargetResolvedReason.TargetNotFound, message },
@@ -55,13 +58,13 @@ function notFound(message: string, name: string): TargetResolution {
         type: ConditionType.MetricsAvailable,
         status: 'False',
         reason: MetricsAvailableReason.MetricsMissing,
-        message: `No metrics: scale target Deployment ${name} is gone`,
+        message: `No metrics: scale target ${kind} ${name} is gone`,
       },
       optimizationReady: {
         type: ConditionType.OptimizationReady,
         status: 'False',
         reason: OptimizationReadyReason.MetricsUnavailable,
-        message: `Not optimized until scale target Deployment ${name} exists`,
+        message: `Not optimized until scale target ${kind} ${name} exists`,
       },
       currentReplicas: 0,
       removeMetrics: true,
@@ -77,17 +80,18 @@ function notFound(message: string, name: string): TargetResolution {
 export function resolveTarget(va: Pick<VariantAutoscaling, 'spec'>, deployment: DeploymentFacts | undefined): TargetResolution {
   const ref = va.spec.scaleTargetRef;
   if (!isSupportedTarget(ref)) {
-    return notFound(`Scale target ${ref.kind} ${ref.name} not supported: scaleTargetRef must name an apps/v1 Deployment`, ref.name);
+    return notFound(`Scale target ${ref.kind} ${ref.name} not supported: scaleTargetRef must name one of ${SUPPORTED_KINDS_TEXT}`, ref.kind, ref.name);
   }
-  if (deployment === undefined || deployment.name !== ref.name) {
-    return notFound(`Scale target Deployment ${ref.name} not found`, ref.name);
+  if (deployment === undefined || deployment.name !== ref.name || deployment.kind !== ref.kind) {
+    return notFound(`Scale target ${ref.kind} ${ref.name} not found`, ref.kind, ref.name);
   }
   if (deployment.deleting) {
-    return notFound(`Scale target Deployment ${ref.name} not found: it is being deleted`, ref.name);
+    return notFound(`Scale target ${ref.kind} ${ref.name} not found: it is being deleted`, ref.kind, ref.name);
   }
+  const via = ref.kind === 'Deployment' ? '' : ' (scaled through its scale subresource)';
   return {
     found: true,
-    condition: { type: ConditionType.TargetResolved, status: 'True', reason: TargetResolvedReason.TargetFound, message: `Scale target Deployment ${ref.name} found` },
+    condition: { type: ConditionType.TargetResolved, status: 'True', reason: TargetResolvedReason.TargetFound, message: `Scale target ${ref.kind} ${ref.name} found${via}` },
   };
 }
 
@@ -100,7 +104,7 @@ export function vasTargetingDeployment(
   deployment: { namespace: string; name: string },
 ): string[] {
   return vas
-    .filter((va) => va.metadata.namespace === deployment.namespace && isSupportedTarget(va.spec.scaleTargetRef) && va.spec.scaleTargetRef.name === deployment.name)
+    .filter((va) => va.metadata.namespace === deployment.namespace && va.spec.scaleTargetRef.kind === 'Deployment' && isSupportedTarget(va.spec.scaleTargetRef) && va.spec.scaleTargetRef.name === deployment.name)
     .map((va) => `${va.metadata.namespace ?? ''}/${va.metadata.name ?? ''}`)
     .sort();
 }

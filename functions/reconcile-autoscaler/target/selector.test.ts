@@ -1,6 +1,6 @@
 import type { V1LabelSelector } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { labelSelectorQuery, mapPodsToVariants, selectorMatches } from './selector.js';
+import { labelSelectorQuery, mapPodsToVariants, parseSelectorString, selectorMatches } from './selector.js';
 
 describe('selectorMatches', () => {
   it('follows label selector semantics', () => {
@@ -69,5 +69,25 @@ describe('issue 14 scenario 9: overlapping selectors and pods listed by selector
     expect(labelSelectorQuery({})).toBeUndefined();
     expect(labelSelectorQuery(undefined)).toBeUndefined();
     expect(labelSelectorQuery({ matchExpressions: [{ key: 'x', operator: 'Gt', values: ['1'] }] })).toBeUndefined();
+  });
+});
+
+describe('parseSelectorString (a scale subresource status.selector)', () => {
+  it('reads equality, set and existence terms back into a label selector', () => {
+    expect(parseSelectorString('app=llama,tier in (a, b),!canary,zone,env!=dev')).toEqual({
+      matchLabels: { app: 'llama' },
+      matchExpressions: [
+        { key: 'tier', operator: 'In', values: ['a', 'b'] },
+        { key: 'canary', operator: 'DoesNotExist' },
+        { key: 'zone', operator: 'Exists' },
+        { key: 'env', operator: 'NotIn', values: ['dev'] },
+      ],
+    });
+  });
+
+  it('is undefined when empty or not understood: no pod is taken for the target rather than the wrong ones', () => {
+    expect(parseSelectorString(undefined)).toBeUndefined();
+    expect(parseSelectorString('')).toBeUndefined();
+    expect(parseSelectorString('app=(x')).toBeUndefined();
   });
 });

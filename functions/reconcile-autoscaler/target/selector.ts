@@ -51,6 +51,30 @@ export function labelSelectorQuery(selector: V1LabelSelector | undefined): strin
   return parts.length > 0 ? parts.join(',') : undefined;
 }
 
+/**
+ * A selector as the API writes it in a scale subresource's `status.selector` (`a=b,c in (d,e),!f`),
+ * back into its structured form. Undefined when empty or when a term is not understood: then no pod
+ * is the target's, rather than the wrong ones.
+ */
+export function parseSelectorString(text: string | undefined): V1LabelSelector | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  const matchLabels: Record<string, string> = {};
+  const matchExpressions: NonNullable<V1LabelSelector['matchExpressions']> = [];
+  // Commas inside `in (…)` belong to the term.
+  for (const raw of text.split(/,(?![^(]*\))/)) {
+    const term = raw.trim();
+    let m: RegExpExecArray | null;
+    if ((m = /^([^\s=!(),]+)\s*(?:==?)\s*([\w.-]*)$/.exec(term))) matchLabels[m[1]!] = m[2]!;
+    else if ((m = /^([^\s=!(),]+)\s*!=\s*([\w.-]*)$/.exec(term))) matchExpressions.push({ key: m[1]!, operator: 'NotIn', values: [m[2]!] });
+    else if ((m = /^([^\s=!]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(term))) {
+      matchExpressions.push({ key: m[1]!, operator: m[2] === 'in' ? 'In' : 'NotIn', values: m[3]!.split(',').map((v) => v.trim()) });
+    } else if ((m = /^!([^\s=!]+)$/.exec(term))) matchExpressions.push({ key: m[1]!, operator: 'DoesNotExist' });
+    else if ((m = /^([^\s=!(),]+)$/.exec(term))) matchExpressions.push({ key: m[1]!, operator: 'Exists' });
+    else return undefined;
+  }
+  return { ...(Object.keys(matchLabels).length > 0 ? { matchLabels } : {}), ...(matchExpressions.length > 0 ? { matchExpressions } : {}) };
+}
+
 export interface PodRef {
   name: string;
   labels?: Readonly<Record<string, string>>;
