@@ -46,7 +46,7 @@ if [[ -f "$bin/.stamp" && "$(cat "$bin/.stamp")" == "$stamp" ]]; then
     fi
     if ! node_current; then
       command -v go >/dev/null || { echo "control plane: Go is required to build kubelet and kube-proxy" >&2; exit 1; }
-      echo "control plane: building kubelet and kube-proxy for the real node (about 3 minutes on 2 cores with Go's caches warm)"
+      echo "control plane: building kubelet and kube-proxy for the real node (42 s measured with Go's caches warm; about 3 minutes cold on an idle 2-core machine)"
       CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local build_node_bins
     fi
     echo "control plane: binaries are current in $bin"; exit 0
