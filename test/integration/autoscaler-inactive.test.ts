@@ -63,7 +63,7 @@ describe('reconcile-autoscaler: decisions of inactive VAs are not published (iss
     await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'dup-a' }, 1);
     // variant_name is each VA's name: dup-b's frozen 2 is gone, not merely outvoted.
     await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'dup-b' }, undefined);
-    expect(await loop.scrapedCount('wva_desired_replicas', {})).toBe(1);
+    expect(await loop.scrapedCount('wva_desired_replicas', { variant_name: 'dup-a' })).toBe(1);
     const b = await waitForCondition(sb, 'dup-b', 'OptimizationReady', 'False', 'SkippedProcessing');
     expect(condition(b.status, 'OptimizationReady')?.message).toContain('already scaled by VariantAutoscaling dup-a');
   });

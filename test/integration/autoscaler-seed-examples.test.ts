@@ -234,9 +234,9 @@ describe('reconcile-autoscaler: seed 003 examples 1–4', () => {
   });
 
   it('a VA the API accepts but that cannot work: ConfigValid=False naming the field, and no retry loop', async () => {
-    await createVA(sb, 'bad-kind', { model: 'bad', kind: 'StatefulSet' });
+    await createVA(sb, 'bad-kind', { model: 'bad', kind: 'ReplicaSet' });
     const va = await waitForCondition(sb, 'bad-kind', 'ConfigValid', 'False', 'InvalidSpec', AT_ONCE_MS);
-    expect(condition(va.status, 'ConfigValid')?.message).toContain('spec.scaleTargetRef.kind: "StatefulSet" is not supported');
+    expect(condition(va.status, 'ConfigValid')?.message).toContain('spec.scaleTargetRef.kind: "ReplicaSet" is not supported');
     expect(va.status?.phase).toBe('Failed');
     expect(condition(va.status, 'Stalled')?.status).toBe('True');
     expect(condition(va.status, 'TargetResolved')?.status).toBe('False');
