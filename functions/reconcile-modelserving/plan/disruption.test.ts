@@ -3,18 +3,19 @@ import { openGroups, type BudgetGroup } from './disruption.js';
 import { Steps, makeMS } from './test-fixtures.js';
 import type { DisruptionBudgetObject } from './disruption.js';
 
-const g = (ordinal: number, available = true): BudgetGroup => ({ name: `llm-${ordinal}`, ordinal, available });
+const g = (ordinal: number, available = true, oldestPod = 0): BudgetGroup => ({ name: `llm-${ordinal}`, ordinal, available, oldestPod });
 
 describe('eviction protection: which ServingGroups may be evicted', () => {
   it('opens as many available groups as the budget allows, highest ordinal first, and every unavailable one', () => {
-    expect([...openGroups([g(0), g(1), g(2)], 2, new Set())]).toEqual(['llm-2']);
-    expect([...openGroups([g(0), g(1), g(2)], 1, new Set())].sort()).toEqual(['llm-1', 'llm-2']);
-    expect([...openGroups([g(0), g(1, false), g(2)], 2, new Set())]).toEqual(['llm-1']);
-    expect([...openGroups([g(0), g(1), g(2)], 3, new Set())]).toEqual([]);
+    expect([...openGroups([g(0), g(1), g(2)], 2)]).toEqual(['llm-2']);
+    expect([...openGroups([g(0), g(1), g(2)], 1)].sort()).toEqual(['llm-1', 'llm-2']);
+    expect([...openGroups([g(0), g(1, false), g(2)], 2)]).toEqual(['llm-1']);
+    expect([...openGroups([g(0), g(1), g(2)], 3)]).toEqual([]);
   });
 
-  it('keeps an open group open (a drain in flight is not cut off)', () => {
-    expect([...openGroups([g(0), g(1), g(2)], 2, new Set(['llm-0']))]).toEqual(['llm-0']);
+  it('passes the budget to the group with the oldest pods once a drained group is back with new ones', () => {
+    // llm-2 was evicted and came back (new pods): llm-1 is the next the drain needs.
+    expect([...openGroups([g(0, true, 10), g(1, true, 10), g(2, true, 500)], 2)]).toEqual(['llm-1']);
   });
 
   it('plans one PDB per group, owned by the ModelServing, only when opted in; removes them on opt-out', () => {
@@ -24,7 +25,7 @@ describe('eviction protection: which ServingGroups may be evicted', () => {
     s.converge();
     const plan = s.plan({ disruptionBudgets: [] });
     const pdbs = plan.actions.flatMap((a) => (a.kind === 'createDisruptionBudget' ? [a.object] : []));
-    expect(pdbs.map((p) => [p.metadata.name, (p as { spec: { maxUnavailable: unknown } }).spec.maxUnavailable])).toEqual([
+    expect(pdbs.map((p) => [p.metadata.name, (p as unknown as DisruptionBudgetObject).spec?.maxUnavailable])).toEqual([
       ['llm-0', 0],
       ['llm-1', 0],
       ['llm-2', '100%'],

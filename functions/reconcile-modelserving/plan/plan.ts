@@ -25,7 +25,7 @@ import {
   type WorkInstance,
 } from './model.js';
 import { KUBE_NAME_LIMIT, headlessServiceName, overlongNameAt, podName, roleId as roleIdOf, statusLabelSelector } from './names.js';
-import { indexPods, type PodIndex } from './observed.js';
+import { indexPods, versionOf, type PodIndex } from './observed.js';
 import { ownershipOf } from './owner.js';
 import { resolveMaxSurge, resolveMaxUnavailable, resolvePartition, revisionForNewGroup, roleTemplateForNewInstance } from './partition.js';
 import { desiredPod } from './pod.js';
@@ -153,7 +153,7 @@ export function planModelServing(input: ObservedState): Plan {
 
   for (const s of ctx.idx.stale) {
     if (!s.terminating) {
-      ctx.deletes.push({ kind: 'deletePod', name: s.name, uid: s.uid, reason: `left over from a deleted ModelServing named ${ms.metadata.name}` });
+      ctx.deletes.push({ kind: 'deletePod', name: s.name, uid: s.uid, ...versionOf(s), reason: `left over from a deleted ModelServing named ${ms.metadata.name}` });
     }
     ctx.requeueAt.push(now + 1000);
   }
@@ -200,7 +200,7 @@ function deleteInstance(ctx: Ctx, group: WorkGroup, inst: WorkInstance, reason: 
   if (inst.deleting) return;
   inst.deleting = true;
   for (const p of inst.pods) {
-    if (!p.terminating) ctx.deletes.push({ kind: 'deletePod', name: p.name, uid: p.uid, reason: `${reason}: ${group.name}/${inst.roleId}` });
+    if (!p.terminating) ctx.deletes.push({ kind: 'deletePod', name: p.name, uid: p.uid, ...versionOf(p), reason: `${reason}: ${group.name}/${inst.roleId}` });
   }
 }
 
@@ -282,7 +282,7 @@ function recover(ctx: Ctx, previous: RoleStatusSnapshot | undefined): void {
       else if (action.kind === 'recreateInstance') deleteInstance(ctx, group, inst, `recreate role (${health.reasons.join('; ')})`);
       else if (action.kind === 'deletePods') {
         for (const p of action.pods) {
-          ctx.deletes.push({ kind: 'deletePod', name: p.name, uid: p.uid, reason: 'failed pod (recoveryPolicy None)' });
+          ctx.deletes.push({ kind: 'deletePod', name: p.name, uid: p.uid, ...versionOf(p), reason: 'failed pod (recoveryPolicy None)' });
           p.terminating = true;
         }
       }
@@ -506,9 +506,9 @@ function services(ctx: Ctx, observed: readonly V1Service[]): void {
     if (owner === 'foreign' || svc.metadata?.deletionTimestamp) continue;
     if (owner === 'stale') {
       const reason = `left over from a deleted ModelServing named ${ctx.ms.metadata.name}`;
-      ctx.deletes.push({ kind: 'deleteService', name, uid: svc.metadata?.uid ?? '', reason });
+      ctx.deletes.push({ kind: 'deleteService', name, uid: svc.metadata?.uid ?? '', ...versionOf(svc.metadata), reason });
     } else if (!desired.has(name) && !keep.has(name)) {
-      ctx.deletes.push({ kind: 'deleteService', name, uid: svc.metadata?.uid ?? '', reason: 'its role instance is gone' });
+      ctx.deletes.push({ kind: 'deleteService', name, uid: svc.metadata?.uid ?? '', ...versionOf(svc.metadata), reason: 'its role instance is gone' });
     }
   }
   for (const [name, svc] of desired) {
@@ -538,14 +538,14 @@ function podGroups(ctx: Ctx, input: ObservedState): Action[] {
       const current = observed.get(group.name);
       if (!current) out.push({ kind: 'createPodGroup', podGroup: desired, reason: 'gang scheduling' });
       else if (podGroupSpecDiffers(current.spec, desired.spec)) {
-        out.push({ kind: 'updatePodGroup', name: group.name, uid: current.metadata.uid ?? '', spec: desired.spec, reason: 'gang requirements changed' });
+        out.push({ kind: 'updatePodGroup', name: group.name, uid: current.metadata.uid ?? '', ...versionOf(current.metadata), spec: desired.spec, reason: 'gang requirements changed' });
       }
     }
   }
   for (const [name, pg] of observed) {
     const group = [...ctx.groups.values()].find((g) => g.name === name);
     if (!wanted.has(name) && (!group || group.deleting)) {
-      ctx.deletes.push({ kind: 'deletePodGroup', name, uid: pg.metadata.uid ?? '', reason: 'ServingGroup is gone' });
+      ctx.deletes.push({ kind: 'deletePodGroup', name, uid: pg.metadata.uid ?? '', ...versionOf(pg.metadata), reason: 'ServingGroup is gone' });
     }
   }
   return out;
@@ -563,6 +563,7 @@ function cleanupRevisions(ctx: Ctx, currentRevision: string | undefined): Action
     kind: 'deleteControllerRevision',
     name: rev.object.metadata?.name ?? '',
     uid: rev.object.metadata?.uid ?? '',
+    ...versionOf(rev.object.metadata),
     reason: `no ServingGroup uses this revision and it is beyond revisionHistoryLimit (${ctx.ms.spec.revisionHistoryLimit})`,
   }));
 }
@@ -572,13 +573,19 @@ function disruptionBudgets(ctx: Ctx, input: ObservedState): Action[] {
   if (!input.disruptionBudgets) return [];
   const { ms } = ctx;
   const observed = new Map(input.disruptionBudgets.filter((p) => ownershipOf(p.metadata, ms) === 'ours').map((p) => [p.metadata.name, p]));
-  const live = [...ctx.groups.values()].filter((g) => !g.deleting).map((g) => ({ name: g.name, ordinal: g.ordinal, available: groupAvailable(g) }));
+  const live = [...ctx.groups.values()]
+    .filter((g) => !g.deleting)
+    .map((g) => ({
+      name: g.name,
+      ordinal: g.ordinal,
+      available: groupAvailable(g),
+      oldestPod: Math.min(...allInstances(g).flatMap((i) => i.pods.map((p) => p.createdAt ?? ctx.now)), ctx.now),
+    }));
   const out: Action[] = [];
   const wanted = new Set<string>();
   if (evictionProtected(ms)) {
     const maxUnavailable = resolveMaxUnavailable(ms.spec.rolloutStrategy?.rollingUpdateConfiguration?.maxUnavailable ?? 1, ms.spec.replicas, groupSurge(ctx));
-    const alreadyOpen = new Set([...observed.values()].filter(isOpen).map((p) => p.metadata.name));
-    const open = openGroups(live, ms.spec.replicas - maxUnavailable, alreadyOpen);
+    const open = openGroups(live, ms.spec.replicas - maxUnavailable);
     for (const g of live) {
       wanted.add(g.name);
       const current = observed.get(g.name);
@@ -592,7 +599,7 @@ function disruptionBudgets(ctx: Ctx, input: ObservedState): Action[] {
     }
   }
   for (const [name, pdb] of observed) {
-    if (!wanted.has(name)) out.push({ kind: 'deleteDisruptionBudget', name, uid: pdb.metadata.uid ?? '', reason: 'its ServingGroup is gone or eviction protection is off' });
+    if (!wanted.has(name)) out.push({ kind: 'deleteDisruptionBudget', name, uid: pdb.metadata.uid ?? '', ...versionOf(pdb.metadata), reason: 'its ServingGroup is gone or eviction protection is off' });
   }
   return out;
 }
