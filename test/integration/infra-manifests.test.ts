@@ -470,9 +470,9 @@ describe('infra/deploy manifests', () => {
       .split('\n')
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith('#'));
-    // Node version: what package.json's engines allow, and what the project pins (client-node 1.4 runs on 20).
+    // Node version: what package.json's engines allow, on a supported LTS line (22 or 24; 20 ended in 2026-04).
     const node = dockerfile.match(/^ARG NODE_VERSION=(\d+)\.(\d+)\.(\d+)$/m);
-    expect(node?.[1]).toBe('20');
+    expect(['22', '24']).toContain(node?.[1]);
     expect(dockerfile).toMatch(/^USER 1000:1000$/m);
     expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "--import", "tsx", "cli\/ripple\.ts"\]$/m);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
