@@ -146,9 +146,9 @@ function describe(r: ReconcileRecord): string {
  * - `api`: the ConfigMap's resourceVersion (the one a reconcile read; the one a write produced). A test-only
  *   assumption: in the sandbox resourceVersions are etcd revisions, so they compare as integers. Clients must
  *   never compare them (kube/resource-version.ts); the checker may, because it knows its server.
- * - `state`: the ID Redis gave the entry in the case's order stream (XADD `*`, written in the same MULTI or
- *   script as the state write it stamps, or as the reconcile's first step): `<ms>-<seq>` on Redis's clock, and
- *   strictly increasing in the stream, so it is the order in which Redis executed them.
+ * - `state`: the place of its entry in the case's order list on the queue's Redis (RPUSH, in the same MULTI or
+ *   script as the state write it stamps, or as the reconcile's first step): the order Redis ran them in, which
+ *   no clock reading can tie or invert.
  */
 export interface Stamp {
   kind: 'api' | 'state';
@@ -158,7 +158,7 @@ export interface Stamp {
 }
 
 export interface EffectsReport {
-  /** Effects the servers hold (every write the watch saw, every state write in the stream). */
+  /** Effects the servers hold (every write the watch saw, every state write in the order list). */
   effects: number;
   /** Effects the workers saw refused: a 409, fenced out in Redis, or LeaseLostError before sending. */
   refused: number;
@@ -228,17 +228,12 @@ export function checkEffects(reads: readonly Stamp[], landed: readonly Stamp[], 
   return { effects: landed.length, refused, unknown, staleLanded, violations };
 }
 
-/** Orders two stamps of one kind: resourceVersions as integers, stream IDs as (ms, seq). */
+/** Orders two stamps of one kind: resourceVersions and list places alike, as decimal integers. */
 export function compareOrder(kind: Stamp['kind'], a: string, b: string): number {
-  const parts = (s: string): bigint[] => {
-    const p = kind === 'api' ? [s] : s.split('-');
-    if (p.length !== (kind === 'api' ? 1 : 2) || p.some((x) => !/^\d+$/.test(x))) throw new Error(`not a ${kind} order stamp: ${s}`);
-    return p.map((x) => BigInt(x));
+  const n = (s: string): bigint => {
+    if (!/^\d+$/.test(s)) throw new Error(`not a ${kind} order stamp: ${s}`);
+    return BigInt(s);
   };
-  const [x, y] = [parts(a), parts(b)];
-  for (let i = 0; i < x.length; i++) {
-    if (x[i]! < y[i]!) return -1;
-    if (x[i]! > y[i]!) return 1;
-  }
-  return 0;
+  const [x, y] = [n(a), n(b)];
+  return x < y ? -1 : x > y ? 1 : 0;
 }

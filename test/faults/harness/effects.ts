@@ -97,17 +97,18 @@ export function apiReads(records: readonly ReconcileRecord[]): Stamp[] {
   return records.flatMap((r) => (r.readRv !== undefined ? [{ kind: 'api' as const, key: r.key, token: r.token, order: r.readRv }] : []));
 }
 
-const streamEntriesSchema = z.array(z.tuple([z.string(), z.array(z.string())]));
+const orderEntrySchema = z.object({ kind: z.enum(['read', 'effect']), key: z.string(), token: z.string() });
 
-/** The state side, from the order stream: each reconcile's start and each state write that landed, in Redis's order. */
+/**
+ * The state side, from the order list: each reconcile's start and each state write that landed, stamped with
+ * their place in the list, which is the order Redis ran them in.
+ */
 export async function stateStamps(redis: Redis, orderKey: string): Promise<{ reads: Stamp[]; landed: Stamp[] }> {
   const reads: Stamp[] = [];
   const landed: Stamp[] = [];
-  for (const [id, fields] of streamEntriesSchema.parse(await redis.xrange(orderKey, '-', '+'))) {
-    const f = new Map<string, string>();
-    for (let i = 0; i + 1 < fields.length; i += 2) f.set(fields[i]!, fields[i + 1]!);
-    const stamp: Stamp = { kind: 'state', key: f.get('key') ?? '', token: f.get('token') ?? '', order: id };
-    (f.get('kind') === 'effect' ? landed : reads).push(stamp);
+  for (const [i, text] of (await redis.lrange(orderKey, 0, -1)).entries()) {
+    const e = orderEntrySchema.parse(JSON.parse(text));
+    (e.kind === 'effect' ? landed : reads).push({ kind: 'state', key: e.key, token: e.token, order: String(i) });
   }
   return { reads, landed };
 }
