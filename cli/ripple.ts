@@ -172,7 +172,7 @@ async function main(): Promise<void> {
   let redisServer: RedisServer | undefined;
   let redisUrl = values['redis-url'] ?? config.REDIS_URL;
   if (!redisUrl) {
-    redisServer = await startRedis({ log: (line) => log.info(line) });
+    redisServer = await startRedis({ log: (line) => log.info(line), ownSession: true });
     cleanups.push(() => redisServer!.stop());
     if (redisServer.pid !== undefined) controlPlane?.recordProcess('redis-server', redisServer.pid);
     redisUrl = redisServer.url;

@@ -19,6 +19,12 @@ export interface RedisOptions {
   /** Overrides process.env.REDIS_URL (tests pass what the global setup provided). */
   url?: string;
   log?: (line: string) => void;
+  /**
+   * Start a local redis-server in a session of its own, out of reach of signals sent to this process's
+   * group (the main command, which records and stops it itself). Otherwise it stays in the caller's
+   * group, so a test run killed as a group (`timeout`, a CI runner) takes its Redis along.
+   */
+  ownSession?: boolean;
 }
 
 /**
@@ -33,7 +39,7 @@ export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> 
     await waitForPing(given, 5_000);
     return { url: given, source: 'REDIS_URL', stop: async () => undefined };
   }
-  if (spawnSync('redis-server', ['--version']).status === 0) return startLocal(log);
+  if (spawnSync('redis-server', ['--version']).status === 0) return startLocal(log, opts.ownSession === true);
   const container = await startContainer(log);
   if (container) return container;
   throw new Error(
@@ -41,17 +47,17 @@ export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> 
   );
 }
 
-async function startLocal(log: (line: string) => void): Promise<RedisServer> {
+async function startLocal(log: (line: string) => void, ownSession: boolean): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'ripple-redis-'));
-  // No persistence: this Redis lives only as long as the process that started it. In a session of its
-  // own (detached): a terminal's Ctrl-C reaches the whole foreground process group, and a Redis stopped
-  // by it at once would go before the workers that still use it, whose last lines would then be
-  // connection errors from a shutdown that in fact succeeded. Its starter stops it, last.
+  // No persistence: this Redis lives only as long as the process that started it. The main command runs
+  // it in a session of its own: a terminal's Ctrl-C reaches the whole foreground process group, and a
+  // Redis stopped by it at once would go before the workers that still use it, whose last lines would
+  // then be connection errors from a shutdown that in fact succeeded. Its starter stops it, last.
   const child = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: 'ignore', detached: true },
+    { stdio: 'ignore', detached: ownSession },
   );
   const url = `redis://127.0.0.1:${port}`;
   log(`redis: started redis-server on ${url}`);
