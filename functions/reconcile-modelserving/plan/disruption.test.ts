@@ -3,7 +3,7 @@ import { openGroups, type BudgetGroup } from './disruption.js';
 import { Steps, makeMS } from './test-fixtures.js';
 import type { DisruptionBudgetObject } from './disruption.js';
 
-const g = (ordinal: number, available = true, oldestPod = 0): BudgetGroup => ({ name: `llm-${ordinal}`, ordinal, available, oldestPod });
+const g = (ordinal: number, available = true, newestPod = 0): BudgetGroup => ({ name: `llm-${ordinal}`, ordinal, available, newestPod });
 
 describe('eviction protection: which ServingGroups may be evicted', () => {
   it('opens as many available groups as the budget allows, highest ordinal first, and every unavailable one', () => {
@@ -13,7 +13,7 @@ describe('eviction protection: which ServingGroups may be evicted', () => {
     expect([...openGroups([g(0), g(1), g(2)], 3)]).toEqual([]);
   });
 
-  it('passes the budget to the group with the oldest pods once a drained group is back with new ones', () => {
+  it('passes the budget to the least recently touched group once a drained group is back with a new pod', () => {
     // llm-2 was evicted and came back (new pods): llm-1 is the next the drain needs.
     expect([...openGroups([g(0, true, 10), g(1, true, 10), g(2, true, 500)], 2)]).toEqual(['llm-1']);
   });

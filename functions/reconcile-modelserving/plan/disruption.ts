@@ -6,8 +6,8 @@
  * (`maxUnavailable: 0`), and the plan opens only as many available groups as the rollout budget allows —
  * `available - (replicas - maxUnavailable)` — plus every group that is unavailable anyway. An eviction
  * takes its group down and the group stays open (it is unavailable), so the budget is spent: no other
- * group opens until it is back. The groups with the oldest pods open first: one a drain has moved comes
- * back with new pods, so the budget passes to a group the drain still needs. A drain (the Eviction API) therefore never takes the ModelServing below
+ * group opens until it is back. The least recently touched groups open first: one a drain has moved comes
+ * back with a new pod, so the budget passes to a group the drain still needs. A drain (the Eviction API) therefore never takes the ModelServing below
  * `replicas - maxUnavailable` available groups; a drain that would needs the groups to come back elsewhere
  * first, and `kubectl drain` retries until they have.
  */
@@ -44,22 +44,22 @@ export interface BudgetGroup {
   name: string;
   ordinal: number;
   available: boolean;
-  /** Creation time of its oldest pod (ms): groups not yet moved by a drain are the oldest. */
-  oldestPod: number;
+  /** Creation time of its newest pod (ms): a group a drain has touched has a young pod. */
+  newestPod: number;
 }
 
 const OPEN = '100%';
 const CLOSED = 0;
 
 /**
- * The groups whose PDB is open: every unavailable one, and `budget` available ones — those with the oldest
- * pods first (a group a drain already moved is young again, so the next one it needs opens), then the
- * highest ordinal.
+ * The groups whose PDB is open: every unavailable one, and `budget` available ones — the least recently
+ * touched first (whose newest pod is oldest: a group a drain has moved, even partly, has a young pod, so
+ * the next one it needs opens), then the highest ordinal.
  */
 export function openGroups(groups: readonly BudgetGroup[], minAvailable: number): Set<string> {
   const available = groups.filter((g) => g.available);
   const budget = Math.max(0, available.length - Math.max(0, minAvailable));
-  const order = [...available].sort((a, b) => a.oldestPod - b.oldestPod || b.ordinal - a.ordinal);
+  const order = [...available].sort((a, b) => a.newestPod - b.newestPod || b.ordinal - a.ordinal);
   return new Set([...groups.filter((g) => !g.available).map((g) => g.name), ...order.slice(0, budget).map((g) => g.name)]);
 }
 

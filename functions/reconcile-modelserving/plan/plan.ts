@@ -579,7 +579,7 @@ function disruptionBudgets(ctx: Ctx, input: ObservedState): Action[] {
       name: g.name,
       ordinal: g.ordinal,
       available: groupAvailable(g),
-      oldestPod: Math.min(...allInstances(g).flatMap((i) => i.pods.map((p) => p.createdAt ?? ctx.now)), ctx.now),
+      newestPod: Math.max(0, ...allInstances(g).flatMap((i) => i.pods.map((p) => p.createdAt ?? ctx.now))),
     }));
   const out: Action[] = [];
   const wanted = new Set<string>();
