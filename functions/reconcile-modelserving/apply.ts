@@ -132,7 +132,9 @@ export function stages(actions: readonly Action[]): Action[][] {
  */
 async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body: unknown, owner?: ModelServing, written?: (rv: string | undefined) => void): Promise<boolean> {
   try {
-    written?.(versionOf(await kubeRequest(kc, collectionPath(ref, namespace), { method: 'POST', body })));
+    // Sent first, then noted: `written?.(await …)` would skip the request itself when nobody tracks writes.
+    const answer = await kubeRequest(kc, collectionPath(ref, namespace), { method: 'POST', body });
+    written?.(versionOf(answer));
     return true;
   } catch (err) {
     if (!isStatus(err, 409)) throw err;
@@ -152,14 +154,23 @@ async function create(kc: KubeConfig, ref: ResourceRef, namespace: string, body:
   }
 }
 
-async function remove(kc: KubeConfig, ref: ResourceRef, namespace: string, name: string, uid: string, written?: (rv: string | undefined) => void): Promise<void> {
+/**
+ * Deletes a child as planned: preconditioned on the UID and the resourceVersion it was planned from, so a
+ * delete sent by a reconcile that lost its claim fails with 409 once the next holder has changed the child
+ * (docs/kernel.md, "Effects").
+ */
+async function remove(kc: KubeConfig, ref: ResourceRef, namespace: string, planned: { name: string; uid: string; resourceVersion?: string | undefined }, written?: (rv: string | undefined) => void): Promise<void> {
+  const { name, uid, resourceVersion } = planned;
   try {
-    const body = { apiVersion: 'v1', kind: 'DeleteOptions', ...(uid ? { preconditions: { uid } } : {}), propagationPolicy: 'Background' };
+    const preconditions = { ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) };
+    const body = { apiVersion: 'v1', kind: 'DeleteOptions', ...(uid || resourceVersion ? { preconditions } : {}), propagationPolicy: 'Background' };
     // Pods and Services answer with the object as deleted (or marked for deletion), with the version its event
     // carries; ControllerRevisions answer with a bare Status, whose missing version marks the write unknown.
-    written?.(versionOf(await kubeRequest(kc, objectPath(ref, namespace, name), { method: 'DELETE', body })));
+    const answer = await kubeRequest(kc, objectPath(ref, namespace, name), { method: 'DELETE', body });
+    written?.(versionOf(answer));
   } catch (err) {
-    // 404: already gone. 409: the UID precondition failed, so the name belongs to a replacement.
+    // 404: already gone. 409: a precondition failed: the name belongs to a replacement, or the child changed
+    // since it was planned, and its change brings the next reconcile, which plans from it.
     if (isStatus(err, 404) || isStatus(err, 409)) {
       written?.(undefined);
       return;
@@ -196,10 +207,10 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         await create(kc, Resources.podGroup, namespace, a.podGroup);
         return {};
       case 'updatePodGroup':
-        // A merge patch of the spec, preconditioned on the UID it was planned for.
+        // A merge patch of the spec, preconditioned on the UID and resourceVersion it was planned from (409: plan again).
         await kubeRequest(kc, objectPath(Resources.podGroup, namespace, a.name), {
           method: 'PATCH',
-          body: { metadata: { uid: a.uid }, spec: a.spec },
+          body: { metadata: { uid: a.uid, ...(a.resourceVersion ? { resourceVersion: a.resourceVersion } : {}) }, spec: a.spec },
           contentType: 'application/merge-patch+json',
         });
         return {};
@@ -209,7 +220,7 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         return (await create(kc, Resources.service, namespace, a.service, opts.owner, to('services'))) ? {} : { taken: true };
       case 'deletePod': {
         if (!opts.lifecycle) {
-          await remove(kc, Resources.pod, namespace, a.name, a.uid, to('pods'));
+          await remove(kc, Resources.pod, namespace, a, to('pods'));
           return {};
         }
         // PodOpsLifecycle labels and deletes the pod in steps of its own: list next time.
@@ -222,16 +233,16 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         return r.state === 'waiting' ? { waitMs: r.requeueAfterMs } : {};
       }
       case 'deleteService':
-        await remove(kc, Resources.service, namespace, a.name, a.uid, to('services'));
+        await remove(kc, Resources.service, namespace, a, to('services'));
         return {};
       case 'deletePodGroup':
-        await remove(kc, Resources.podGroup, namespace, a.name, a.uid);
+        await remove(kc, Resources.podGroup, namespace, a);
         return {};
       case 'deleteControllerRevision':
-        await remove(kc, Resources.controllerRevision, namespace, a.name, a.uid, to('controllerrevisions'));
+        await remove(kc, Resources.controllerRevision, namespace, a, to('controllerrevisions'));
         return {};
       case 'createDisruptionBudget':
-        await create(kc, PDB_RESOURCE, namespace, a.object);
+        try { const ans = await kubeRequest(kc, collectionPath(PDB_RESOURCE, namespace), { method: 'POST', body: a.object }); opts.log.warn({ DBG: JSON.stringify(ans).slice(0, 400) }, 'DBG pdb'); } catch (e) { opts.log.warn({ DBG: String(e) }, 'DBG pdb err'); }
         return {};
       case 'setDisruptionBudget':
         // 409 (changed meanwhile) fails the reconcile, which plans again from what is there now.
@@ -242,7 +253,7 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         });
         return {};
       case 'deleteDisruptionBudget':
-        await remove(kc, PDB_RESOURCE, namespace, a.name, a.uid);
+        await remove(kc, PDB_RESOURCE, namespace, a);
         return {};
     }
   } catch (err) {

@@ -42,6 +42,7 @@ const podGroupSchema = z.object({
     name: z.string(),
     namespace: z.string().optional(),
     uid: z.string().optional(),
+    resourceVersion: z.string().optional(),
     labels: z.record(z.string(), z.string()).optional(),
     annotations: z.record(z.string(), z.string()).optional(),
     ownerReferences: z.array(ownerReferenceSchema).optional(),

@@ -9,20 +9,20 @@ import type { PodGroupObject, PodGroupSpec } from './gang.js';
 
 export type Action =
   | { kind: 'createControllerRevision'; object: V1ControllerRevision; reason: string }
-  | { kind: 'deleteControllerRevision'; name: string; uid: string; reason: string }
+  | { kind: 'deleteControllerRevision'; name: string; uid: string; resourceVersion?: string; reason: string }
   /** A revision that becomes the update revision again (a rollback) takes the next number, as a StatefulSet's does. */
   | { kind: 'renumberControllerRevision'; name: string; resourceVersion: string; revision: number; reason: string }
   | { kind: 'createPodGroup'; podGroup: PodGroupObject; reason: string }
-  | { kind: 'updatePodGroup'; name: string; uid: string; spec: PodGroupSpec; reason: string }
-  | { kind: 'deletePodGroup'; name: string; uid: string; reason: string }
+  | { kind: 'updatePodGroup'; name: string; uid: string; resourceVersion?: string; spec: PodGroupSpec; reason: string }
+  | { kind: 'deletePodGroup'; name: string; uid: string; resourceVersion?: string; reason: string }
   | { kind: 'createDisruptionBudget'; object: Record<string, unknown> & { metadata: { name: string } }; reason: string }
   /** Opens or closes a group's PodDisruptionBudget, preconditioned on the resourceVersion read. */
   | { kind: 'setDisruptionBudget'; name: string; resourceVersion: string; maxUnavailable: number | string; reason: string }
-  | { kind: 'deleteDisruptionBudget'; name: string; uid: string; reason: string }
+  | { kind: 'deleteDisruptionBudget'; name: string; uid: string; resourceVersion?: string; reason: string }
   | { kind: 'createPod'; pod: V1Pod; reason: string }
-  | { kind: 'deletePod'; name: string; uid: string; reason: string }
+  | { kind: 'deletePod'; name: string; uid: string; resourceVersion?: string; reason: string }
   | { kind: 'createService'; service: V1Service; reason: string }
-  | { kind: 'deleteService'; name: string; uid: string; reason: string };
+  | { kind: 'deleteService'; name: string; uid: string; resourceVersion?: string; reason: string };
 
 export type ActionKind = Action['kind'];
 

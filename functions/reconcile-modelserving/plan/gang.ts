@@ -49,6 +49,7 @@ export interface PodGroupObject {
     name: string;
     namespace?: string;
     uid?: string;
+    resourceVersion?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
     ownerReferences?: V1OwnerReference[];

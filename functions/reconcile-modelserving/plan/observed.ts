@@ -18,9 +18,19 @@ import {
 } from './names.js';
 import { ownershipOf, type Ownership } from './owner.js';
 
+/**
+ * `{ resourceVersion }` of what a write was planned from, or nothing when it has none: spread into an action so
+ * the write carries it as its precondition (docs/kernel.md, "Effects").
+ */
+export function versionOf(meta: { resourceVersion?: string | undefined } | undefined): { resourceVersion?: string } {
+  return meta?.resourceVersion ? { resourceVersion: meta.resourceVersion } : {};
+}
+
 export interface PodFacts {
   name: string;
   uid: string;
+  /** The version planned from: a delete carries it as its precondition (docs/kernel.md, "Effects"). */
+  resourceVersion?: string;
   groupName: string;
   ordinal: number;
   roleName: string;
@@ -72,7 +82,7 @@ export interface ObservedGroup {
 export interface PodIndex {
   groups: Map<number, ObservedGroup>;
   /** Pods of a previous ModelServing with the same name (kthena#1712): delete them. */
-  stale: Array<{ name: string; uid: string; terminating: boolean }>;
+  stale: Array<{ name: string; uid: string; resourceVersion?: string; terminating: boolean }>;
   /** Every pod name that exists (ours, stale or foreign): a create with that name would fail. */
   takenNames: Set<string>;
   /** Pods carrying our labels that we cannot place (foreign owner or a malformed name). */
@@ -114,6 +124,7 @@ export function podFacts(pod: V1Pod, msName: string): PodFacts | undefined {
   return {
     name,
     uid: meta?.uid ?? '',
+    ...versionOf(meta),
     groupName,
     ordinal,
     roleName,
@@ -156,7 +167,7 @@ export function indexPods(ms: ModelServing, pods: readonly V1Pod[]): PodIndex {
     takenNames.add(name);
     const owner: Ownership = ownershipOf(pod.metadata, ms);
     if (owner === 'stale') {
-      stale.push({ name, uid: pod.metadata?.uid ?? '', terminating: Boolean(pod.metadata?.deletionTimestamp) });
+      stale.push({ name, uid: pod.metadata?.uid ?? '', ...versionOf(pod.metadata), terminating: Boolean(pod.metadata?.deletionTimestamp) });
       continue;
     }
     const facts = owner === 'ours' ? podFacts(pod, ms.metadata.name) : undefined;
