@@ -326,6 +326,47 @@ return (release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add, nowMs
 `;
 
 /**
+ * Where RELEASE_AND_FINISH notes, per released key, `<token>|<id>` of the job it fetched next: a resend of the
+ * same release after a lost reply hands that job over again (REFETCH). In the released hash, under a field no
+ * reconcile key can have.
+ */
+export const NEXT_FETCHED_PREFIX = '>next:';
+
+// Shared Lua: refetch(key, token, r, jobKeyPrefix, bullOpts): the answer a resent RELEASE_AND_FINISH gives. The job its first
+// run fetched, as BullMQ's moveToFinished answers it ({its hash, its id, 0, 0}), with the claim that run made, while
+// the job is unfinished and still locked with this worker's lock token (bullOpts: moveToFinished's packed opts),
+// its key still held by that claim; else no next job ({0, r, {}}), and BullMQ's worker fetches again.
+const REFETCH = `
+local NEXT = '${NEXT_FETCHED_PREFIX}'
+local function refetch(key, token, r, jobKeyPrefix, bullOpts)
+  local noted = redis.call('HGET', KEYS[9], NEXT .. key)
+  if not noted or string.sub(noted, 1, #token + 1) ~= token .. '|' then return {0, r, {}} end
+  local id = string.sub(noted, #token + 2)
+  if not live(jobKeyPrefix, id) then return {0, r, {}} end
+  -- Still this worker's: BullMQ locked the fetched job with the same lock token the resend carries.
+  local ok, o = pcall(cmsgpack.unpack, bullOpts)
+  if not ok or type(o) ~= 'table' or redis.call('GET', jobKeyPrefix .. id .. ':lock') ~= o['token'] then return {0, r, {}} end
+  local hash = redis.call('HGETALL', jobKeyPrefix .. id)
+  local nextKey = nil
+  for i = 1, #hash, 2 do
+    if hash[i] == 'data' then
+      local ok, d = pcall(cjson.decode, hash[i + 1])
+      if ok and type(d) == 'table' and type(d.key) == 'string' then nextKey = d.key end
+    end
+  end
+  local claim = {}
+  if nextKey then
+    local entry = redis.call('HGET', KEYS[3], nextKey)
+    local bar = entry and string.find(entry, '|', 1, true)
+    if bar and string.sub(entry, bar + 1) == id then
+      claim = {'claimed', string.sub(entry, 1, bar - 1), '0', redis.call('HGET', KEYS[10], CLAIMED .. nextKey) or '', id}
+    end
+  end
+  return {{hash, id, 0, 0}, r, claim}
+end
+`;
+
+/**
  * RELEASE, BullMQ's moveToFinished of the job and CLAIM of the next one in one script
  * (queue/bull-scripts.ts): the worker's steady state is then one round trip per job for releasing the key,
  * adding its follow-up, finishing the job, fetching the next and claiming it. KEYS: scriptKeys() (10),
@@ -336,18 +377,22 @@ return (release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], add, nowMs
  * and BullMQ's error code is returned. Returns {moveToFinished's answer, RELEASE's answer, claimFetched's
  * answer for the next job}.
  */
-export const RELEASE_AND_FINISH = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}${BULL_FINISH_LUA}${CLAIM_FN}
+export const RELEASE_AND_FINISH = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}${FENCE_LUA}${BULL_ADD_LUA}${RELEASE_FN}${BULL_FINISH_LUA}${CLAIM_FN}${REFETCH}
 -- One clock reading for the release and the next job's claim: the claim's lease then counts from before
 -- BullMQ's finish ran, never later than Redis's own view.
 local now = nowMs()
 local ak = ${FINISH_ADD_KEYS_LUA}
 local r, replayed = release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], {ak, ARGV[7], ARGV[8], ARGV[9]}, now)
--- Resent after a lost reply: the job was finished by the first run (KEYS[22] is its hash).
-if replayed and redis.call('HEXISTS', KEYS[22], 'finishedOn') == 1 then return {0, r, {}} end
+-- Resent after a lost reply: the job was finished by the first run (KEYS[22] is its hash). The job that run
+-- fetched (and claimed) is handed over again, so it starts now rather than after its lock and lease run out.
+if replayed and redis.call('HEXISTS', KEYS[22], 'finishedOn') == 1 then return refetch(ARGV[1], ARGV[2], r, ARGV[6], ARGV[17]) end
 local bk, ba = {}, {}
 for i = 1, 14 do bk[i] = KEYS[10 + i] end
 for i = 1, 9 do ba[i] = ARGV[9 + i] end
 local fetched = bullFinish(bk, ba)
+if type(fetched) == 'table' and type(fetched[2]) == 'string' then
+  redis.call('HSET', KEYS[9], NEXT .. ARGV[1], ARGV[2] .. '|' .. fetched[2])
+end
 return {fetched, r, claimFetched(fetched, ARGV[19], ARGV[6], ARGV[20], now)}
 `;
 
@@ -364,12 +409,19 @@ local fetched = bullMoveToActive(mk, {ARGV[1], ARGV[2], ARGV[3]})
 return {fetched, claimFetched(fetched, ARGV[4], ARGV[5], ARGV[6], nowMs())}
 `;
 
+/** How long a key's last RELEASE answer is kept for a resend of it (from its claim, by the token's clock part). */
+export const RELEASED_KEEP_MS = 15 * 60_000;
+
 /**
- * ARGV: jobKeyPrefix. Removes entries that belong to no live job or claim (see queue/sweep.ts) and
- * returns {removedCount, key…}: the keys that still had a request recorded, for the caller to enqueue.
+ * ARGV: jobKeyPrefix. Removes entries that belong to no live job or claim (see queue/sweep.ts), and records a
+ * request (schedule()) for each key that still had one, in the same script: a reply lost between the two steps
+ * would otherwise drop the request. Returns {removedCount, then per key to add: key, action, jobId, delayMs,
+ * readd}: the jobs the caller adds (WorkQueue.apply). A key whose recorded id has no job yet (this sweep's, or
+ * another caller's within the pending grace) is handed out again as an add of that same id, which BullMQ ignores
+ * once the job exists: a resent SWEEP adds what its lost first run recorded.
  * One pass over the queue's structures, so its cost is proportional to the keys they hold.
  */
-export const SWEEP = `${LIVE}${KEEP_VERSION_LUA}
+export const SWEEP = `${LIVE}${KEEP_VERSION_LUA}${HELD}${SCHEDULE}
 local now = nowMs()
 local removed, requeue, seen = 0, {}, {}
 local function again(key)
@@ -395,11 +447,13 @@ local pending = redis.call('HGETALL', KEYS[1])
 for i = 1, #pending, 2 do
   local key, id = pending[i], pending[i + 1]
   local since = tonumber(redis.call('HGET', KEYS[7], key))
-  if not live(ARGV[1], id) and (not since or now - since >= ${PENDING_GRACE_MS}) then
-    redis.call('HDEL', KEYS[1], key)
-    redis.call('HDEL', KEYS[7], key)
-    redis.call('ZREM', KEYS[2], key)
-    removed = removed + 1
+  if not live(ARGV[1], id) then
+    if not since or now - since >= ${PENDING_GRACE_MS} then
+      redis.call('HDEL', KEYS[1], key)
+      redis.call('HDEL', KEYS[7], key)
+      redis.call('ZREM', KEYS[2], key)
+      removed = removed + 1
+    end
     again(key)
   end
 end
@@ -430,9 +484,27 @@ for _, field in ipairs(redis.call('HKEYS', KEYS[10])) do
     removed = removed + 1
   end
 end
--- A resent RELEASE comes within seconds of the first; by the next tick its answer is no longer needed.
-redis.call('DEL', KEYS[9])
+-- A resent RELEASE comes within seconds of the first, but may come after a tick: its answer (and the job it
+-- fetched) is kept for RELEASED_KEEP_MS from its claim. A token is at least its claim's time in ms × 1000.
+local released = redis.call('HGETALL', KEYS[9])
+for i = 1, #released, 2 do
+  local v = released[i + 1]
+  local bar = string.find(v, '|', 1, true)
+  local token = bar and tonumber(string.sub(v, 1, bar - 1))
+  if not token or token / 1000 < now - ${RELEASED_KEEP_MS} then
+    redis.call('HDEL', KEYS[9], released[i])
+    removed = removed + 1
+  end
+end
 local out = {tostring(removed)}
-for _, key in ipairs(requeue) do table.insert(out, key) end
+for _, key in ipairs(requeue) do
+  -- A request's recorded time stays (a requeueAfter not due yet is not brought forward).
+  local due = tonumber(redis.call('ZSCORE', KEYS[2], key)) or now
+  local r = schedule(key, math.max(due, now), now, ARGV[1])
+  if r[1] == 'add' then
+    table.insert(out, key)
+    for j = 1, 4 do table.insert(out, r[j]) end
+  end
+end
 return out
 `;
