@@ -28,7 +28,7 @@ import { loadProcessConfig, processConfigSchema } from '../runtime/config.js';
 import { httpReconcile, parseDispatchTargets, redactUrl } from '../runtime/dispatcher.js';
 import type { FunctionDefinition } from '../runtime/function.js';
 import { FunctionHost } from '../runtime/host.js';
-import { serveFunction } from '../runtime/http-function.js';
+import { keyLeaseLeft, serveFunction } from '../runtime/http-function.js';
 import { createLogger } from '../runtime/log.js';
 import { startControlPlane, type ControlPlane } from '../sandbox/control-plane.js';
 import { startRedis, type RedisServer } from '../sandbox/redis.js';
@@ -266,7 +266,16 @@ async function main(): Promise<void> {
       const urls = new Map(dispatch.map((t) => [t.fn, t.url]));
       host.startWorkers(
         dispatch.map((t) => t.fn),
-        { via: (def) => httpReconcile({ fn: def.name, url: urls.get(def.name)!, token: config.RIPPLE_FUNCTION_TOKEN, timeoutMs: config.RIPPLE_DISPATCH_TIMEOUT_MS }) },
+        {
+          via: (def) =>
+            httpReconcile({
+              fn: def.name,
+              url: urls.get(def.name)!,
+              token: config.RIPPLE_FUNCTION_TOKEN,
+              timeoutMs: config.RIPPLE_DISPATCH_TIMEOUT_MS,
+              leaseLeft: (key) => keyLeaseLeft(host.redis, host.prefix, def.name, key),
+            }),
+        },
       );
       log.info({ dispatch: dispatch.map((t) => ({ function: t.fn, url: redactUrl(t.url) })), timeoutMs: config.RIPPLE_DISPATCH_TIMEOUT_MS }, 'dispatching over HTTP');
     }

@@ -2,14 +2,14 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../runtime/log.js';
 import { queueKeys } from './keys.js';
-import { ClaimLease, sendMarginMs } from './lease.js';
+import { ClaimLease, queueRenewal, sendMarginMs } from './lease.js';
 
 // A real client that never connects: these leases are stopped or lost long before their first renewal (a third of a
 // minute), so no command is ever sent.
 const redis = new Redis({ lazyConnect: true });
 const leases: ClaimLease[] = [];
 function lease(): ClaimLease {
-  const l = new ClaimLease(redis, queueKeys('ripple', 'fn'), 'ns/a', '7', 60_000, Date.now(), createLogger('lease-test', 'silent'));
+  const l = new ClaimLease(queueRenewal(redis, queueKeys('ripple', 'fn'), 'ns/a', '7', 60_000), 'ns/a', '7', 60_000, Date.now(), createLogger('lease-test', 'silent'));
   leases.push(l);
   return l;
 }

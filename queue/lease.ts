@@ -14,6 +14,12 @@ export function sendMarginMs(leaseMs: number): number {
   return Math.min(1_000, Math.floor(leaseMs / 10));
 }
 
+/** Renews a queue claim (RENEW): the key's active entry must still carry the token. */
+export function queueRenewal(redis: RedisClient, keys: QueueKeys, key: string, token: string, leaseMs: number): () => Promise<boolean> {
+  const args = [key, token, String(leaseMs)];
+  return async () => (await runScript(redis, RENEW, scriptKeys(keys), args)) === 1;
+}
+
 /** Why a claim's handler was told to stop. */
 export type LeaseLoss = 'refused' | 'expired' | 'deadline' | 'lock-lost';
 
@@ -39,8 +45,8 @@ export class ClaimLease {
   private stopped = false;
 
   constructor(
-    private readonly redis: RedisClient,
-    private readonly keys: QueueKeys,
+    /** Extends the lease in Redis by leaseMs; resolves to whether this claim still held it (queueRenewal). */
+    private readonly extend: () => Promise<boolean>,
     private readonly key: string,
     readonly token: string,
     private readonly leaseMs: number,
@@ -127,9 +133,9 @@ export class ClaimLease {
     if (this.stopped) return;
     const sentAt = Date.now();
     try {
-      const held = await runScript(this.redis, RENEW, scriptKeys(this.keys), [this.key, this.token, String(this.leaseMs)]);
+      const held = await this.extend();
       if (this.stopped) return;
-      if (held !== 1) {
+      if (!held) {
         this.log.warn({ key: this.key, fencingToken: this.token }, 'lease taken over by another claim; aborting the reconcile');
         this.lose('refused');
         return;

@@ -8,7 +8,7 @@ import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js'
 import { DeadlineExceededError } from './deadline.js';
 import type { RedisClient } from './connection.js';
 import { queuePrefix, SCRIPT_KEY_COUNT } from './keys.js';
-import { ClaimLease } from './lease.js';
+import { ClaimLease, queueRenewal } from './lease.js';
 import type { QueueMetrics } from './metrics.js';
 import { withRetries, type RetryPolicy } from './retry.js';
 import { runScript } from './run-script.js';
@@ -243,7 +243,8 @@ export class KeyedWorker {
       }
       claimSentAt = sentAt;
     }
-    const lease = new ClaimLease(this.opts.connection, this.opts.queue.keys, key, verdict.token, this.leaseMs, claimSentAt, this.log);
+    const renew = queueRenewal(this.opts.connection, this.opts.queue.keys, key, verdict.token, this.leaseMs);
+    const lease = new ClaimLease(renew, key, verdict.token, this.leaseMs, claimSentAt, this.log);
     this.leases.set(jobId, lease);
     const reconcileId = randomUUID();
     const minResourceVersion = verdict.minResourceVersion;

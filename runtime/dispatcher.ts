@@ -48,6 +48,12 @@ export interface HttpReconcileOptions {
   /** The whole call, connect to last byte; past it the reconcile counts as a transient failure. */
   timeoutMs: number;
   fetch?: typeof fetch;
+  /**
+   * How long the function replica that may still be running this key holds its key lease (keyLeaseLeft): after a
+   * failed call the dispatcher keeps the key that long before it lets the retry go, so a replica that is slow or
+   * paused cannot write beside the next one.
+   */
+  leaseLeft?: (key: string) => Promise<number>;
 }
 
 async function readBody(res: Response): Promise<unknown> {
@@ -72,7 +78,25 @@ async function readBody(res: Response): Promise<unknown> {
 export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['reconcile'] {
   const doFetch = opts.fetch ?? fetch;
   const shownUrl = redactUrl(opts.url);
-  return async ({ key, reason, reconcileId, log, signal, minResourceVersion }) => {
+  const call = post(opts, shownUrl, doFetch);
+  return async (info) => {
+    try {
+      return await call(info);
+    } catch (err) {
+      // The call failed, but the replica it reached may still be running the key: keep the claim until its lease
+      // has run out (a replica whose renewal is refused stops; one that is paused can no longer send after it).
+      const left = opts.leaseLeft ? await opts.leaseLeft(info.key).catch(() => 0) : 0;
+      if (left > 0) {
+        info.log.debug({ waitMs: left }, "the function's key lease is still alive; keeping the key until it runs out");
+        await new Promise((resolve) => setTimeout(resolve, left));
+      }
+      throw err;
+    }
+  };
+}
+
+function post(opts: HttpReconcileOptions, shownUrl: string, doFetch: typeof fetch): KeyedWorkerOptions['reconcile'] {
+  return async ({ key, reason, reconcileId, log, signal, minResourceVersion, token }) => {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'ce-specversion': '1.0',
@@ -88,7 +112,8 @@ export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['r
       res = await doFetch(opts.url, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ key, reason, reconcileId, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }),
+        // The claim's token travels: the function fences the handler's state writes with it.
+        body: JSON.stringify({ key, reason, reconcileId, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}), ...(token ? { fencingToken: token } : {}) }),
         // The claim's signal too: a dispatcher that lost its lease stops waiting for the function.
         signal: AbortSignal.any([AbortSignal.timeout(opts.timeoutMs), signal]),
       });

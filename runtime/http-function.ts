@@ -13,7 +13,9 @@ import type { FunctionDefinition } from './function.js';
 import type { Logger } from './log.js';
 import { redactUrl } from './redact.js';
 import { presentedSecret, secretMatches } from './secrets.js';
+import { ClaimLease } from '../queue/lease.js';
 import { runScript } from '../queue/run-script.js';
+import { inReconcileScope, type ReconcileScope } from './reconcile-scope.js';
 
 /*
  * One function as an HTTP service (Knative Serving, OpenFaaS, or any platform that POSTs).
@@ -61,13 +63,20 @@ const keySchema = z
   .refine((k) => ![...k].some((ch) => ch.charCodeAt(0) < 0x20), 'key must not contain control characters');
 
 // Unknown fields are stripped, not rejected: a Kubernetes object or a producer's extra fields are fine.
-const extras = { reason: reasonSchema.optional(), reconcileId: reconcileIdSchema.optional(), minResourceVersion: minResourceVersionSchema.optional() };
+// The dispatcher's claim on the key (queue/fence.ts): the handler's state writes are fenced by it.
+const fencingTokenSchema = z.string().regex(/^\d{1,30}$/, 'fencingToken must be the decimal token of a queue claim');
+const extras = {
+  reason: reasonSchema.optional(),
+  reconcileId: reconcileIdSchema.optional(),
+  minResourceVersion: minResourceVersionSchema.optional(),
+  fencingToken: fencingTokenSchema.optional(),
+};
 const byKeySchema = z.object({ key: keySchema, ...extras });
 const byNameSchema = z.object({ namespace: z.string().min(1).max(253).optional(), name: z.string().min(1).max(253), ...extras });
 // A Kubernetes object, e.g. what Knative's ApiServerSource sends in Resource mode.
 const byObjectSchema = z.object({ metadata: z.object({ name: z.string().min(1).max(253), namespace: z.string().min(1).max(253).optional() }) });
 
-function payloadOf(data: unknown): { key: string; reason?: string; reconcileId?: string; minResourceVersion?: string } | undefined {
+function payloadOf(data: unknown): { key: string; reason?: string; reconcileId?: string; minResourceVersion?: string; fencingToken?: string } | undefined {
   const byKey = byKeySchema.safeParse(data);
   if (byKey.success) return byKey.data;
   const byName = byNameSchema.safeParse(data);
@@ -112,6 +121,8 @@ export interface ParsedReconcileRequest {
   reconcileId?: string;
   /** ReconcileRequest.minResourceVersion, when the caller sent one. */
   minResourceVersion?: string;
+  /** The dispatcher's queue claim: the handler's state writes are fenced by it. */
+  fencingToken?: string;
   mode: RequestMode;
 }
 
@@ -132,7 +143,8 @@ function fromData(data: unknown, subject: string | undefined, mode: RequestMode,
   const key = keySchema.safeParse(p.key);
   if (!key.success) return { ok: false, status: 400, error: issues(key.error, where) };
   const woken = p.minResourceVersion !== undefined ? { minResourceVersion: p.minResourceVersion } : {};
-  return { ok: true, request: { key: key.data, reason: p.reason ?? (mode === 'json' ? 'http' : 'cloudevent'), reconcileId: p.reconcileId ?? fallbackId, ...woken, mode } };
+  const fenced = p.fencingToken !== undefined ? { fencingToken: p.fencingToken } : {};
+  return { ok: true, request: { key: key.data, reason: p.reason ?? (mode === 'json' ? 'http' : 'cloudevent'), reconcileId: p.reconcileId ?? fallbackId, ...woken, ...fenced, mode } };
 }
 
 function parseJson(text: string, where: string): { ok: true; value: unknown } | { ok: false; status: 400; error: string } {
@@ -197,6 +209,16 @@ export const reconcileResponseSchema = z.discriminatedUnion('status', [
 ]);
 export type ReconcileResponse = z.infer<typeof reconcileResponseSchema>;
 
+/** Where a function's replicas keep the per-key lease of the reconcile running for it. */
+export function httpLeaseKey(prefix: string, fn: string, key: string): string {
+  return `${prefix}:${fn}:ripple:http-lease:${key}`;
+}
+
+/** How long (ms) the replica reconciling `key` may still hold it: 0 when none does. */
+export async function keyLeaseLeft(redis: RedisClient, prefix: string, fn: string, key: string): Promise<number> {
+  return Math.max(0, await redis.pttl(httpLeaseKey(prefix, fn, key)));
+}
+
 // Per-key lease: SET NX with a TTL renewed while the handler runs, released only by its holder.
 const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
@@ -204,7 +226,7 @@ const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call
 export interface HttpFunctionOptions {
   def: FunctionDefinition;
   /** Runs the handler with the host's context (FunctionHost.runHandler). */
-  run: (info: Pick<ReconcileInfo, 'key' | 'reason' | 'log' | 'minResourceVersion'>) => Promise<ReconcileOutcome | void>;
+  run: (info: Pick<ReconcileInfo, 'key' | 'reason' | 'log' | 'minResourceVersion' | 'signal'> & Partial<Pick<ReconcileInfo, 'token'>>) => Promise<ReconcileOutcome | void>;
   redis: RedisClient;
   prefix: string;
   log: Logger;
@@ -336,24 +358,45 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
     }
     const parsed = parseReconcileRequest(c.req.header(), await c.req.text());
     if (!parsed.ok) return answer(c, parsed.status, { status: 'invalid', error: parsed.error });
-    const { key, reason, mode, minResourceVersion } = parsed.request;
+    const { key, reason, mode, minResourceVersion, fencingToken } = parsed.request;
     const reconcileId = parsed.request.reconcileId ?? randomUUID();
     const log = opts.log.child({ function: fn, key, reconcileId });
 
-    const leaseKey = `${opts.prefix}:${fn}:ripple:http-lease:${key}`;
+    const leaseKey = httpLeaseKey(opts.prefix, fn, key);
+    const sentAt = Date.now();
     if ((await opts.redis.set(leaseKey, reconcileId, 'PX', leaseMs, 'NX')) !== 'OK') {
       c.header('Retry-After', '1');
       log.debug('key is being reconciled by another request; answering busy');
       return answer(c, 429, { status: 'busy', key, error: 'this key is being reconciled by another request' });
     }
-    const renew = setInterval(() => {
-      runScript(opts.redis, RENEW, [leaseKey], [reconcileId, String(leaseMs)]).catch((err: unknown) => log.warn({ err: String(err) }, 'could not renew the key lease'));
-    }, Math.max(100, Math.floor(leaseMs / 3)));
+    // The same lease as a queue worker's claim (queue/lease.ts): renewed at a third, its end checked by the clock
+    // before every send, the run aborted through its signal when a renewal is refused (another replica has the key).
+    const lease = new ClaimLease(
+      async () => (await runScript(opts.redis, RENEW, [leaseKey], [reconcileId, String(leaseMs)])) === 1,
+      key,
+      fencingToken ?? reconcileId,
+      leaseMs,
+      sentAt,
+      log,
+    );
+    const scope: ReconcileScope = {
+      get signal() {
+        return lease.signal;
+      },
+      token: fencingToken ?? '',
+      get sendBy() {
+        return lease.sendBy;
+      },
+      get aliveUntil() {
+        return lease.aliveUntil;
+      },
+    };
 
     const processed = opts.metrics?.startProcessing(fn);
     const startedAt = Date.now();
     try {
-      const result = await opts.run({ key, reason: `${reason} (${mode})`, log, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) });
+      const info = { key, reason: `${reason} (${mode})`, log, signal: lease.signal, ...(fencingToken !== undefined ? { token: fencingToken } : {}) };
+      const result = await inReconcileScope(scope, () => opts.run({ ...info, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }));
       const durationMs = Date.now() - startedAt;
       const requeueAfterMs = result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0 ? Math.round(result.requeueAfterMs) : undefined;
       opts.metrics?.reconcileTotal.inc({ controller: fn, result: requeueAfterMs === undefined ? 'success' : 'requeue_after' });
@@ -374,8 +417,12 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
       log.warn({ err: message, requestId }, 'reconcile failed; answering 500 so the caller retries');
       return answer(c, 500, { status: 'error', key, reconcileId, requestId, error: internalError(requestId) });
     } finally {
-      clearInterval(renew);
-      await runScript(opts.redis, RELEASE, [leaseKey], [reconcileId]).catch((err: unknown) => log.warn({ err: String(err) }, 'could not release the key lease; it expires by itself'));
+      lease.stop();
+      // A lost lease is left to run out in Redis: a write sent just before the loss may still be on its way, and
+      // the next replica must not start before it lands (the dispatcher waits for it too: keyLeaseLeft).
+      if (lease.lost === undefined) {
+        await runScript(opts.redis, RELEASE, [leaseKey], [reconcileId]).catch((err: unknown) => log.warn({ err: String(err) }, 'could not release the key lease; it expires by itself'));
+      }
       processed?.();
     }
   }
