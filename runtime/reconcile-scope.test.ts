@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { currentReconcile, inReconcileScope, LeaseLostError, outsideReconcileScope, requestTimeoutMs, throwIfLeaseLost, type ReconcileScope } from './reconcile-scope.js';
+import { currentReconcile, inReconcileScope, LeaseLostError, outsideReconcileScope, requestTimeoutMs, throwIfLeaseLost, whileClaimed, type ReconcileScope } from './reconcile-scope.js';
 
 const scopeOf = (signal: AbortSignal, sendBy = Date.now() + 60_000, aliveUntil = sendBy + 1_000): ReconcileScope => ({ signal, token: 't', sendBy, aliveUntil });
 
@@ -75,5 +75,22 @@ describe('requestTimeoutMs', () => {
     expect(inside[2]).toBeLessThanOrEqual(2_000);
     expect(requestTimeoutMs(30_000)).toBe(30_000);
     expect(requestTimeoutMs(0)).toBe(0);
+  });
+});
+
+describe('whileClaimed', () => {
+  it('gives up a typed-client call when the claim is lost while it waits, and never starts one after', async () => {
+    const lost = new AbortController();
+    let started = 0;
+    const slow = () => {
+      started++;
+      return new Promise<string>((resolve) => setTimeout(() => resolve('late'), 200));
+    };
+    const waiting = inReconcileScope(scopeOf(lost.signal), () => whileClaimed('list pods', slow));
+    setTimeout(() => lost.abort('refused'), 20);
+    await expect(waiting).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(inReconcileScope(scopeOf(lost.signal), () => whileClaimed('list nodes', slow))).rejects.toThrow(/not sent/);
+    expect(started).toBe(1);
+    await expect(whileClaimed('outside', async () => 'ok')).resolves.toBe('ok');
   });
 });

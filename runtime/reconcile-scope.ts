@@ -64,6 +64,23 @@ export function requestTimeoutMs(limitMs: number): number {
 }
 
 /**
+ * Runs a request that does not go through Ripple's own clients (a typed @kubernetes/client-node call) as if
+ * it did: not started once the reconcile may no longer send, and given up (LeaseLostError) when the claim is
+ * lost while it waits, so a reconcile that lost its lease does not run on to its end.
+ */
+export async function whileClaimed<T>(what: string, work: () => Promise<T>): Promise<T> {
+  throwIfLeaseLost(what);
+  const s = scope.getStore();
+  if (!s) return work();
+  const signal = s.signal;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new LeaseLostError(`${what}: given up, the reconcile lost its claim (${String(signal.reason ?? 'aborted')})`));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work().then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/**
  * Runs `work` outside any reconcile's scope: for what a reconcile starts but that outlives it (a
  * process-wide cache, its watches and timers). Async work started inside keeps this context, so a
  * later lease loss of the reconcile that happened to start it cannot fail its requests.

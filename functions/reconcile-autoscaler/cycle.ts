@@ -12,6 +12,7 @@ import { kubeRequest } from '../../kube/raw.js';
 import { collectionPath, Resources } from '../../kube/resources.js';
 import type { HandlerContext } from '../../runtime/function.js';
 import { redactUrl } from '../../runtime/redact.js';
+import { whileClaimed } from '../../runtime/reconcile-scope.js';
 import { effectivePrometheusSettings } from './config/controller-config.js';
 import { describeIssue } from './config/issues.js';
 import { autoscalerNames, type AutoscalerNames } from './config/names.js';
@@ -126,7 +127,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
   // cannot be listed leaves its VAs out of this cycle (their last decisions stand) instead of
   // aborting the cycle for every model (issue 14 scenario 9).
   const namespaces = [...new Set(valid.map((v) => v.metadata.namespace ?? ''))].sort();
-  const listed = await listPerNamespace(namespaces, async (namespace) => (await apps.listNamespacedDeployment({ namespace })).items);
+  const listed = await listPerNamespace(namespaces, async (namespace) => (await whileClaimed(`list Deployments in ${namespace}`, () => apps.listNamespacedDeployment({ namespace }))).items);
   const deployments = new Map<string, V1Deployment>();
   for (const [ns, items] of listed.items) for (const d of items) deployments.set(`${ns}/${d.metadata?.name ?? ''}`, d);
   const unreadable = new Map<string, string>(listed.failed);
@@ -173,7 +174,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
     try {
       const lists = await mapBounded(variants, POD_LIST_CONCURRENCY, async (v) => {
         const labelSelector = labelSelectorQuery(v.selector);
-        return labelSelector === undefined ? [] : (await core.listNamespacedPod({ namespace: ns, labelSelector })).items;
+        return labelSelector === undefined ? [] : (await whileClaimed(`list pods in ${ns}`, () => core.listNamespacedPod({ namespace: ns, labelSelector }))).items;
       });
       for (const p of lists.flat()) {
         const name = p.metadata?.name ?? '';
@@ -196,7 +197,7 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
 
   let gpuCapacity: Record<string, number> | undefined;
   if (config.saturation.default.enableLimiter && groups.length > 0) {
-    const nodes = (await core.listNode()).items;
+    const nodes = (await whileClaimed('list nodes', () => core.listNode())).items;
     gpuCapacity = gpuCapacityByType(
       nodes.map((n) => ({ labels: n.metadata?.labels ?? {}, allocatable: n.status?.allocatable ?? {}, unschedulable: n.spec?.unschedulable === true })),
     );

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import fetch, { type RequestInit } from 'node-fetch';
 import { redactUrl } from '../../../runtime/redact.js';
+import { currentReconcile, LeaseLostError, requestTimeoutMs, throwIfLeaseLost } from '../../../runtime/reconcile-scope.js';
 import type { PrometheusSettings } from '../config/controller-config.js';
 
 export interface PrometheusClient {
@@ -59,8 +60,15 @@ export async function prometheusClient(settings: PrometheusSettings & { baseUrl:
       const token = settings.bearerToken ?? (settings.tokenPath ? (await readFile(settings.tokenPath, 'utf8')).trim() : undefined);
       const url = new URL(`${base}/api/v1/query`);
       url.searchParams.set('query', promql);
+      // Inside a reconcile: not sent once its lease may no longer send, never waited on past the lease, and
+      // given up when the claim is lost (the cycle then stops instead of running on to its end).
+      throwIfLeaseLost(`Prometheus query at ${shown}`);
+      const limitMs = requestTimeoutMs(timeoutMs);
+      const claim = currentReconcile()?.signal;
       const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), timeoutMs);
+      const timer = setTimeout(() => abort.abort(), limitMs);
+      const onClaimLost = () => abort.abort();
+      claim?.addEventListener('abort', onClaimLost, { once: true });
       try {
         const res = await fetch(url.toString(), {
           headers: { Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
@@ -80,10 +88,12 @@ export async function prometheusClient(settings: PrometheusSettings & { baseUrl:
       } catch (err) {
         if (err instanceof PrometheusUnreachableError || err instanceof PrometheusAuthError) throw err;
         // node-fetch's own message quotes the whole request URL, credentials included.
-        const why = abort.signal.aborted ? `no answer within ${timeoutMs} ms` : err instanceof Error ? err.message : String(err);
+        if (claim?.aborted) throw new LeaseLostError(`Prometheus query at ${shown}: given up, the reconcile lost its claim`);
+        const why = abort.signal.aborted ? `no answer within ${limitMs} ms` : err instanceof Error ? err.message : String(err);
         throw new PrometheusUnreachableError(redactUrl(`cannot reach Prometheus at ${shown}: ${why}`));
       } finally {
         clearTimeout(timer);
+        claim?.removeEventListener('abort', onClaimLost);
       }
     },
   };

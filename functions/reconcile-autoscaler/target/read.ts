@@ -9,6 +9,7 @@ import type { VariantAutoscaling } from '../../../api/variantautoscaling.js';
 import { isStatus, kubeRequest } from '../../../kube/raw.js';
 import { objectPath } from '../../../kube/resources.js';
 import type { HandlerContext } from '../../../runtime/function.js';
+import { whileClaimed } from '../../../runtime/reconcile-scope.js';
 import { deploymentFacts, scaleTargetFacts, type DeploymentFacts, type TargetObject } from './deployment-facts.js';
 import { targetKindOf, type TargetKind } from './kinds.js';
 
@@ -64,6 +65,6 @@ export async function readScaledTarget(ctx: Pick<HandlerContext, 'kc'>, kind: Ta
 export async function readTarget(ctx: Pick<HandlerContext, 'kc'>, namespace: string, ref: VariantAutoscaling['spec']['scaleTargetRef']): Promise<DeploymentFacts | undefined> {
   const kind = targetKindOf(ref);
   if (kind === undefined) return undefined;
-  if (kind.kind === 'Deployment') return orUndefined(async () => deploymentFacts(await ctx.kc.makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace, name: ref.name })));
+  if (kind.kind === 'Deployment') return orUndefined(async () => deploymentFacts(await whileClaimed(`get Deployment ${namespace}/${ref.name}`, () => ctx.kc.makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace, name: ref.name }))));
   return readScaledTarget(ctx, kind, namespace, ref.name);
 }
