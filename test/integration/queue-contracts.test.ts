@@ -225,7 +225,7 @@ describe('keyed work queue', () => {
     expect(schedulers[0]?.every).toBe(1000);
   });
 
-  it('a reconcile past its deadline is aborted through its signal, counted, and retried with backoff once it stopped', async () => {
+  it('a reconcile past its deadline is aborted through its signal, counted, and retried with backoff once its lease ran out', async () => {
     const prefix = uniquePrefix('timeout');
     const queue = makeQueue(prefix);
     const registry = new Registry();
@@ -237,6 +237,9 @@ describe('keyed work queue', () => {
       log,
       metrics: new QueueMetrics(registry),
       reconcileTimeoutMs: 300,
+      // The key stays held until the aborted claim's lease has run out, settled or not (docs/kernel.md,
+      // "Effects"): a write it sent just before may still be on its way. A short lease keeps the test short.
+      lockDurationMs: 1_000,
       backoff: { baseMs: 50, maxMs: 1000 },
       reconcile: async ({ signal }) => {
         const run: (typeof runs)[number] = { start: Date.now() };
@@ -254,6 +257,8 @@ describe('keyed work queue', () => {
     // The retry starts only after the aborted run settled (no overlap), and after its backoff.
     expect(runs[1]!.start).toBeGreaterThanOrEqual(runs[0]!.end! + 45);
     expect(runs[1]!.start - runs[0]!.start).toBeGreaterThanOrEqual(300 + 45);
+    // …and only once the lease the aborted run held had run out (no renewal after the abort at 300 ms).
+    expect(runs[1]!.start - runs[0]!.start).toBeGreaterThanOrEqual(900);
     await waitFor('the key to settle', 5_000, async () => (await redis.hlen(queue.keys.active)) + (await redis.zcard(queue.keys.due)) === 0);
     expect(await redis.hget(queue.keys.failures, 'ns/hang')).toBeNull();
     const timeouts = await registry.getSingleMetric('controller_runtime_reconcile_timeouts_total')?.get();
