@@ -242,7 +242,7 @@ async function step(a: Action, opts: ApplyOptions): Promise<StepResult> {
         await remove(kc, Resources.controllerRevision, namespace, a, to('controllerrevisions'));
         return {};
       case 'createDisruptionBudget':
-        try { const ans = await kubeRequest(kc, collectionPath(PDB_RESOURCE, namespace), { method: 'POST', body: a.object }); opts.log.warn({ DBG: JSON.stringify(ans).slice(0, 400) }, 'DBG pdb'); } catch (e) { opts.log.warn({ DBG: String(e) }, 'DBG pdb err'); }
+        await create(kc, PDB_RESOURCE, namespace, a.object);
         return {};
       case 'setDisruptionBudget':
         // 409 (changed meanwhile) fails the reconcile, which plans again from what is there now.
