@@ -5,6 +5,7 @@
  * failed precondition (the name now belongs to a replacement) are success too.
  */
 import type { V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { DesiredDisruptionBudget } from './disruption.js';
 import type { PodGroupObject, PodGroupSpec } from './gang.js';
 
 export type Action =
@@ -15,7 +16,7 @@ export type Action =
   | { kind: 'createPodGroup'; podGroup: PodGroupObject; reason: string }
   | { kind: 'updatePodGroup'; name: string; uid: string; resourceVersion?: string; spec: PodGroupSpec; reason: string }
   | { kind: 'deletePodGroup'; name: string; uid: string; resourceVersion?: string; reason: string }
-  | { kind: 'createDisruptionBudget'; object: Record<string, unknown> & { metadata: { name: string } }; reason: string }
+  | { kind: 'createDisruptionBudget'; object: DesiredDisruptionBudget; reason: string }
   /** Opens or closes a group's PodDisruptionBudget, preconditioned on the resourceVersion read. */
   | { kind: 'setDisruptionBudget'; name: string; resourceVersion: string; maxUnavailable: number | string; reason: string }
   | { kind: 'deleteDisruptionBudget'; name: string; uid: string; resourceVersion?: string; reason: string }

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { openGroups, type BudgetGroup } from './disruption.js';
 import { Steps, makeMS } from './test-fixtures.js';
-import type { DisruptionBudgetObject } from './disruption.js';
 
 const g = (ordinal: number, available = true, newestPod = 0): BudgetGroup => ({ name: `llm-${ordinal}`, ordinal, available, newestPod });
 
@@ -25,12 +24,12 @@ describe('eviction protection: which ServingGroups may be evicted', () => {
     s.converge();
     const plan = s.plan({ disruptionBudgets: [] });
     const pdbs = plan.actions.flatMap((a) => (a.kind === 'createDisruptionBudget' ? [a.object] : []));
-    expect(pdbs.map((p) => [p.metadata.name, (p as unknown as DisruptionBudgetObject).spec?.maxUnavailable])).toEqual([
+    expect(pdbs.map((p) => [p.metadata.name, p.spec?.maxUnavailable])).toEqual([
       ['llm-0', 0],
       ['llm-1', 0],
       ['llm-2', '100%'],
     ]);
-    const observed = pdbs.map((p, i) => ({ ...(p as unknown as DisruptionBudgetObject), metadata: { ...(p as unknown as DisruptionBudgetObject).metadata, uid: `p${i}`, resourceVersion: '1' } }));
+    const observed = pdbs.map((p, i) => ({ ...p, metadata: { ...p.metadata, uid: `p${i}`, resourceVersion: '1' } }));
     // Nothing changed since: no PDB write.
     expect(s.plan({ disruptionBudgets: observed }).actions.filter((a) => a.kind.endsWith('DisruptionBudget'))).toEqual([]);
     s.ms = { ...s.ms, metadata: { ...s.ms.metadata, annotations: { 'ripple.dev/eviction-protection': 'false' } } };

@@ -63,7 +63,15 @@ export function openGroups(groups: readonly BudgetGroup[], minAvailable: number)
   return new Set([...groups.filter((g) => !g.available).map((g) => g.name), ...order.slice(0, budget).map((g) => g.name)]);
 }
 
-export function desiredDisruptionBudget(ms: ModelServing, group: string, open: boolean): Record<string, unknown> {
+/** The PodDisruptionBudget this function creates for a group: what the plan reads of one, and the rest it sends. */
+export interface DesiredDisruptionBudget {
+  apiVersion: 'policy/v1';
+  kind: 'PodDisruptionBudget';
+  metadata: DisruptionBudgetObject['metadata'] & { namespace?: string | undefined; labels: Record<string, string> };
+  spec: { selector: { matchLabels: Record<string, string> }; maxUnavailable: number | string; unhealthyPodEvictionPolicy: 'AlwaysAllow' };
+}
+
+export function desiredDisruptionBudget(ms: ModelServing, group: string, open: boolean): DesiredDisruptionBudget {
   return {
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',

@@ -592,7 +592,7 @@ function disruptionBudgets(ctx: Ctx, input: ObservedState): Action[] {
       const shouldOpen = open.has(g.name);
       const why = shouldOpen ? 'eviction allowed: within the rollout budget or already unavailable' : 'eviction blocked: the ModelServing is at its minimum';
       if (!current) {
-        out.push({ kind: 'createDisruptionBudget', object: desiredDisruptionBudget(ms, g.name, shouldOpen) as Record<string, unknown> & { metadata: { name: string } }, reason: why });
+        out.push({ kind: 'createDisruptionBudget', object: desiredDisruptionBudget(ms, g.name, shouldOpen), reason: why });
       } else if (isOpen(current) !== shouldOpen && current.metadata.resourceVersion) {
         out.push({ kind: 'setDisruptionBudget', name: g.name, resourceVersion: current.metadata.resourceVersion, maxUnavailable: shouldOpen ? OPEN_BUDGET : CLOSED_BUDGET, reason: why });
       }
