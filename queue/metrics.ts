@@ -38,36 +38,25 @@ export class QueueMetrics {
     const clock = now;
     // client-go's in-progress gauges: a reconcile that hangs shows here long before it ends in
     // workqueue_work_duration_seconds. Read at scrape time; a function that ran once keeps a 0 series.
-    new Gauge({
-      name: 'workqueue_unfinished_work_seconds',
-      help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
-      labelNames: ['name', 'controller'],
-      registers,
-      collect() {
-        this.reset();
-        const at = clock();
-        for (const [name, set] of running) {
-          let sum = 0;
-          for (const r of set) sum += Math.max(0, at - r.startedAt);
-          this.set({ name, controller: name }, sum / 1000);
-        }
-      },
-    });
-    new Gauge({
-      name: 'workqueue_longest_running_processor_seconds',
-      help: 'How many seconds has the longest running processor for workqueue been running.',
-      labelNames: ['name', 'controller'],
-      registers,
-      collect() {
-        this.reset();
-        const at = clock();
-        for (const [name, set] of running) {
-          let oldest = at;
-          for (const r of set) oldest = Math.min(oldest, r.startedAt);
-          this.set({ name, controller: name }, Math.max(0, at - oldest) / 1000);
-        }
-      },
-    });
+    // Each sets, per function, a number of seconds folded from the running reconciles' ages (ms).
+    const inProgress = (name: string, help: string, fold: (ages: number[]) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['name', 'controller'],
+        registers,
+        collect() {
+          this.reset();
+          const at = clock();
+          for (const [fn, set] of running) this.set({ name: fn, controller: fn }, fold([...set].map((r) => Math.max(0, at - r.startedAt))) / 1000);
+        },
+      });
+    inProgress(
+      'workqueue_unfinished_work_seconds',
+      "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+      (ages) => ages.reduce((sum, age) => sum + age, 0),
+    );
+    inProgress('workqueue_longest_running_processor_seconds', 'How many seconds has the longest running processor for workqueue been running.', (ages) => Math.max(0, ...ages));
     new Gauge({
       name: 'workqueue_depth',
       help: 'Current depth of workqueue: keys waiting or delayed',
