@@ -133,6 +133,11 @@ current-context: node
 KC
   chmod 600 "$1"
 }
+# The API server for pods: the `kubernetes` Service's endpoint is the bridge address (up.sh advertises it), on
+# the apiserver's own port; forward it to loopback, where the apiserver listens.
+api_port="${server##*:}"
+launch api-forward node "$here/api-forward.mjs" "$REAL_NODE_IP" "$api_port"
+wait_for "the API server forward on $REAL_NODE_IP:$api_port" 30 curl -ksS -o /dev/null "https://$REAL_NODE_IP:$api_port/readyz"
 identity_kubeconfig "$nd/kubelet.kubeconfig" "system:node:$REAL_NODE_NAME" '[system:nodes]'
 identity_kubeconfig "$nd/kube-proxy.kubeconfig" system:kube-proxy '[]'
 

@@ -104,9 +104,14 @@ wait_for etcd 30 curl -fsS "http://127.0.0.1:$p_etcd/health"
 # NodeRestriction as on a real cluster (kubeadm enables it): what a kubelet's identity may write is limited, and
 # ops-lifecycle's webhook must leave a kubelet's pods/status writes alone or they are refused. KWOK manages only the
 # nodes annotated below, so a test can own a node and act as its kubelet (impersonating system:node:<name>).
+# It listens on loopback only, but advertises the real node's bridge address: that is the endpoint of the
+# `kubernetes` Service, the address a pod's in-cluster client reaches through kube-proxy, and node-up.sh forwards
+# it to loopback. Without a real node no pod runs a container, so nothing dials it.
+# shellcheck source=node.env
+source "$here/node.env"
 say "starting kube-apiserver on https://127.0.0.1:$p_api"
 launch kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$p_etcd" \
-  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$p_api" \
+  --bind-address 127.0.0.1 --advertise-address "$REAL_NODE_IP" --secure-port "$p_api" \
   --cert-dir "$dir/certs" --token-auth-file "$dir/tokens.csv" --authorization-mode Node,RBAC \
   --enable-admission-plugins NodeRestriction \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \

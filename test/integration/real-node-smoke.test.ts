@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node';
+import { RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   kubeProxyRoutes,
@@ -108,6 +108,44 @@ describe('real node smoke', () => {
     const terminated = done.status?.containerStatuses?.[0]?.state?.terminated;
     expect(terminated?.message).toBe('200 hello from server\n');
     expect(done.status?.phase).toBe('Succeeded');
+  });
+
+  it('a pod reaches the API server through the kubernetes Service as its own ServiceAccount, verified, and RBAC judges it', async () => {
+    // In-cluster, as Ripple's image runs: KUBERNETES_SERVICE_HOST through kube-proxy, the token and ca.crt
+    // mounted from the ServiceAccount. The Role lets it list pods here and nothing else.
+    await sb.core.createNamespacedServiceAccount({ namespace: sb.namespace, body: { metadata: { name: 'reader' } } });
+    const rbac = sb.kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace: sb.namespace,
+      body: { metadata: { name: 'pod-reader' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }] },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: sb.namespace,
+      body: {
+        metadata: { name: 'pod-reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'pod-reader' },
+        subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: sb.namespace }],
+      },
+    });
+    const call = async (name: string, url: string) => {
+      await sb.core.createNamespacedPod({
+        namespace: sb.namespace,
+        body: podSpec(name, { app: name }, {
+          restartPolicy: 'Never',
+          serviceAccountName: 'reader',
+          containers: [{ name: 'client', image, imagePullPolicy: 'Never', command: ['/modelserver', 'get', url] }],
+        }),
+      });
+      const done = await waitFor(`the ${name} pod to finish`, 90_000, async () => {
+        const p = await readPod(name);
+        return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined;
+      });
+      return done.status?.containerStatuses?.[0]?.state?.terminated?.message ?? '';
+    };
+    const allowed = await call('api-allowed', `https://kubernetes.default.svc/api/v1/namespaces/${sb.namespace}/pods?limit=1`);
+    expect(allowed).toMatch(/^200 \{"kind":"PodList"/);
+    const denied = await call('api-denied', 'https://kubernetes.default.svc/api/v1/namespaces/kube-system/secrets');
+    expect(denied).toMatch(/^403 .*system:serviceaccount:[^:]+:reader.*cannot list resource \\?"secrets\\?"/);
   });
 
   it('restarts a container that exits, and restartCount goes up', async () => {

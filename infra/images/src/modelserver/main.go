@@ -4,17 +4,22 @@
 //	                           readiness endpoint; /fail makes it answer 503 until /recover; /exit?code=N
 //	                           makes the process exit with N (a crash the kubelet sees).
 //	modelserver get URL        one GET; prints the body (also to /dev/termination-log, so the answer shows in
-//	                           the pod's status) and exits 0 on a 2xx, 1 otherwise.
+//	                           the pod's status) and exits 0 on a 2xx, 1 otherwise. An https URL is called as
+//	                           an in-cluster client: the ServiceAccount's token, and its ca.crt as the only
+//	                           trusted root (the API server's certificate is verified, never skipped).
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -71,15 +76,35 @@ func serve() {
 	}
 }
 
+const serviceAccount = "/var/run/secrets/kubernetes.io/serviceaccount"
+
 func get(url string) int {
 	client := &http.Client{Timeout: 10 * time.Second}
-	res, err := client.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		report(fmt.Sprintf("GET %s: %v", url, err))
+		return 1
+	}
+	if strings.HasPrefix(url, "https://") {
+		ca, errCA := os.ReadFile(serviceAccount + "/ca.crt")
+		token, errToken := os.ReadFile(serviceAccount + "/token")
+		if errCA != nil || errToken != nil {
+			report(fmt.Sprintf("GET %s: no ServiceAccount credentials mounted (%v, %v)", url, errCA, errToken))
+			return 1
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(ca)
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		report(fmt.Sprintf("GET %s: %v", url, err))
 		return 1
 	}
 	defer res.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	// The kubelet keeps at most 4096 bytes of a termination message, from its end: keep the status line in.
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 2048))
 	report(fmt.Sprintf("%d %s", res.StatusCode, body))
 	if res.StatusCode/100 != 2 {
 		return 1
