@@ -3,6 +3,7 @@
 // here, and a pod's in-cluster client reaches the API server through kube-proxy as on a real cluster. TLS passes
 // through untouched: the pod verifies the apiserver's own certificate with its ServiceAccount's ca.crt.
 // Usage: node api-forward.mjs LISTEN_HOST PORT   (forwards LISTEN_HOST:PORT to 127.0.0.1:PORT)
+/* global process, console -- run by node-up.sh with plain Node, outside the TypeScript project */
 import net from 'node:net';
 
 const [host, portText] = process.argv.slice(2);
