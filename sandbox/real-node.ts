@@ -1,13 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { packageRoot } from '../runtime/package-root.js';
 
 // The real node beside the sandbox's KWOK nodes (infra/local-control-plane/node-up.sh): its fixed names, and
 // the checks that stopping it left nothing on the machine.
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = packageRoot(import.meta.url);
 const scripts = path.join(root, 'infra', 'local-control-plane');
 
 const NodeEnv = z.object({
@@ -75,7 +75,8 @@ function runScript(script: string, sandboxDir: string, log: (line: string) => vo
 
 /**
  * Everything a stopped real node could have left on this machine, each as one line naming it: processes
- * (kubelet, kube-proxy, CoreDNS, containerd, its shims, container processes in kubepods cgroups), mounts
+ * (kubelet, kube-proxy, CoreDNS, containerd, its shims, container processes in kubepods cgroups, the API server's
+ * forward on the bridge address), mounts
  * under the node's state, network namespaces, iptables chains (kube-proxy's, the kubelet's, CNI's) in both
  * families, the bridge, the kubepods cgroups. Empty when the node left nothing.
  */
@@ -86,7 +87,7 @@ export function realNodeLeftovers(sandboxDir: string): string[] {
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     const cmdline = readProc(`/proc/${pid}/cmdline`).split('\0').join(' ');
     const cgroup = readProc(`/proc/${pid}/cgroup`);
-    if (cmdline.includes(nodeDir)) found.push(`process ${pid}: ${cmdline.slice(0, 160)}`);
+    if (cmdline.includes(nodeDir) || cmdline.includes(`api-forward.mjs ${node.ip} `)) found.push(`process ${pid}: ${cmdline.slice(0, 160)}`);
     else if (/:\/kubepods/.test(cgroup)) found.push(`container process ${pid} (kubepods cgroup): ${cmdline.slice(0, 160)}`);
   }
   for (const line of readProc('/proc/mounts').split('\n')) {

@@ -23,6 +23,7 @@ stop() { # name: TERM its process group, then KILL what is left after 10 s
 stop kubelet
 stop kube-proxy
 stop coredns
+stop api-forward
 # While the API server is still up (down.sh stops it next), the cluster forgets the node and its DNS.
 if [[ -f "$dir/kubeconfig" && -x "$bin/kubectl" ]]; then
   k=("$bin/kubectl" --kubeconfig "$dir/kubeconfig" --request-timeout 5s)

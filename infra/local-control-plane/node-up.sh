@@ -15,11 +15,30 @@ say() { printf 'real node: %s (%ds)\n' "$*" "$(( $(date +%s) - started ))"; }
 die() { printf 'real node: %s\n' "$*" >&2; exit 1; }
 kubectl() { "$bin/kubectl" --kubeconfig "$dir/kubeconfig" "$@"; }
 
+images="${RIPPLE_IMAGES_DIR:-$root/.cache/control-plane/images}"
+ctr() { command ctr --address "$nd/containerd.sock" --namespace k8s.io "$@"; }
+# Images from their OCI archives, each imported again only when its archive changed (a running node picks up a
+# rebuilt image on the next node-up.sh). The archives name each image in io.containerd.image.name; any other name
+# an import makes (import-<date>:…) is removed, since the CRI plugin may resolve an image to it and fail.
+load_images() {
+  local name tar id
+  touch "$nd/images.loaded"
+  for name in pause modelserver ripple; do
+    tar="$images/$name.tar"; [[ -s "$tar" ]] || continue
+    id="$name $(stat -c '%s %Y' "$tar")"
+    grep -qxF "$id" "$nd/images.loaded" && continue
+    say "loading the image $name into containerd"
+    ctr images import "$tar" >/dev/null
+    sed -i "/^$name /d" "$nd/images.loaded"; echo "$id" >> "$nd/images.loaded"
+  done
+  ctr images ls -q | { grep '^import-' || true; } | xargs -r ctr images rm >/dev/null
+}
+
 [[ -f "$dir/kubeconfig" ]] || die "no sandbox in $dir; start it first (infra/local-control-plane/up.sh)"
 if [[ -f "$nd/pids" ]]; then
   alive=1; while read -r _ pid; do kill -0 "$pid" 2>/dev/null || alive=0; done < "$nd/pids"
   if (( alive )) && kubectl wait --for=condition=Ready "node/$REAL_NODE_NAME" --timeout=30s >/dev/null 2>&1; then
-    say "already running"; exit 0
+    load_images; say "already running"; exit 0
   fi
   say "found a stopped or broken node in $nd; cleaning it up first"
   bash "$here/node-down.sh" >/dev/null
@@ -36,7 +55,6 @@ fi
 RIPPLE_REAL_NODE=1 bash "$here/build.sh"
 bash "$here/build-coredns.sh"
 bash "$here/../images/build.sh" pause modelserver
-images="${RIPPLE_IMAGES_DIR:-$root/.cache/control-plane/images}"
 
 mkdir -p "$nd"/{logs,cni/net.d,cni/ipam,containerd,kubelet,pod-logs,runc}
 : > "$nd/pids"
@@ -107,16 +125,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 TOML
 say "starting containerd"
 launch containerd containerd --config "$nd/containerd/config.toml"
-ctr() { command ctr --address "$nd/containerd.sock" --namespace k8s.io "$@"; }
 wait_for containerd 30 ctr version
-
-# Images from their OCI archives. The archives name each image in io.containerd.image.name; any other name an
-# import makes (import-<date>:…) is removed, since the CRI plugin may resolve an image to it and fail.
-say "loading the images into containerd"
-for name in pause modelserver ripple; do
-  if [[ -s "$images/$name.tar" ]]; then ctr images import "$images/$name.tar" >/dev/null; fi
-done
-ctr images ls -q | { grep '^import-' || true; } | xargs -r ctr images rm >/dev/null
+load_images
 
 # The node's identities: the admin credentials, impersonating the user a kubeadm node would have, so the Node
 # authorizer, NodeRestriction and the default RBAC for kube-proxy judge their requests as on a real cluster.

@@ -167,7 +167,7 @@ describe('real node smoke', () => {
   it('stopping the node leaves no process, mount, network namespace, iptables rule, bridge or cgroup behind', async () => {
     // The check sees what a running node holds, so an empty list afterwards means something.
     const running = realNodeLeftovers(sandboxDir);
-    for (const kind of [/^process .*kubelet/, /^process .*containerd/, /^container process/, /^mount /, /iptables-save: :KUBE-/, /^bridge /, /^cgroup /]) {
+    for (const kind of [/^process .*kubelet/, /^process .*containerd/, /^process .*api-forward/, /^container process/, /^mount /, /iptables-save: :KUBE-/, /^bridge /, /^cgroup /]) {
       expect(running.some((l) => kind.test(l)), `a running node shows ${kind}`).toBe(true);
     }
     const saved = readFileSync(path.join(sandboxDir, 'node', 'sysctls.saved'), 'utf8');
