@@ -2,11 +2,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { z } from 'zod';
 import { allFunctions } from '../functions/index.js';
 import { runWebhookCommand } from './webhook.js';
 import { runRolloutCommand } from './rollout.js';
@@ -26,7 +25,7 @@ import { opsApp, startOpsServer } from '../ops/server.js';
 import { QueueMetrics } from '../queue/metrics.js';
 import { loadProcessConfig, processConfigSchema } from '../runtime/config.js';
 import { httpReconcile, parseDispatchTargets, redactUrl } from '../runtime/dispatcher.js';
-import type { FunctionDefinition } from '../runtime/function.js';
+import { functionModulePaths, loadFunctionModule, withFunctionModules } from '../runtime/function-modules.js';
 import { FunctionHost } from '../runtime/host.js';
 import { keyLeaseLeft, serveFunction } from '../runtime/http-function.js';
 import { createLogger } from '../runtime/log.js';
@@ -64,29 +63,14 @@ Other:
   --function NAME         serve: the function to serve (also RIPPLE_FUNCTION)
   --port N                serve: the HTTP port (PORT, default 8080)
   --ops-port N            ops server port (RIPPLE_OPS_PORT, default 8081; 0 picks a free one)
-  --definitions MODULE    run the functions a module exports (\`definitions(env)\`) instead of the built-in ones
+  --functions-module PATH run the functions a module exports (\`definitions(env)\`) beside the built-in ones
+                          (repeatable; also RIPPLE_FUNCTIONS_MODULES=a.js,b.js; docs/writing-a-function.md)
+  --definitions MODULE    run the functions a module exports instead of the built-in ones (tests, benches)
 
 Security: state-changing ops routes need RIPPLE_OPS_TOKEN (Bearer); without it they answer 403.
 RIPPLE_FUNCTION_TOKEN is required by \`serve\` (unless RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true) and sent by the dispatcher.
 
 ${CLIENT_USAGE}`;
-
-const definitionShape = z.object({
-  name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'function names are lowercase letters, digits and dashes'),
-  triggers: z.array(z.unknown()),
-  reconcile: z.custom<FunctionDefinition['reconcile']>((v) => typeof v === 'function', 'reconcile must be a function'),
-});
-
-/** Loads `definitions(env)` (or the default export) of a module: the functions to run instead of the built-in ones. */
-async function loadDefinitions(modulePath: string): Promise<FunctionDefinition[]> {
-  const mod: Record<string, unknown> = await import(pathToFileURL(path.resolve(modulePath)).href);
-  const factory = mod.definitions ?? mod.default;
-  if (typeof factory !== 'function') throw new Error(`--definitions ${modulePath}: export a function \`definitions(env)\` returning FunctionDefinition[]`);
-  const defs: unknown = await (factory as (env: NodeJS.ProcessEnv) => unknown)(process.env);
-  const checked = z.array(definitionShape.passthrough()).safeParse(defs);
-  if (!checked.success) throw new Error(`--definitions ${modulePath}: ${checked.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  return defs as FunctionDefinition[];
-}
 
 async function main(): Promise<void> {
   // status, roles, resync: a client of a running ops server, with options of its own; it starts nothing.
@@ -125,6 +109,7 @@ async function main(): Promise<void> {
       port: { type: 'string' },
       'ops-port': { type: 'string' },
       definitions: { type: 'string' },
+      'functions-module': { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -142,7 +127,9 @@ async function main(): Promise<void> {
   const mode = modeArg as Mode;
   const functionName = values.function ?? config.RIPPLE_FUNCTION;
   const log = createLogger('ripple', config.LOG_LEVEL).child({ mode });
-  const functions = values.definitions ? await loadDefinitions(values.definitions) : allFunctions();
+  // Every process of one installation must load the same modules: the watcher enqueues for the functions it
+  // knows, the workers and `serve` run them (the chart sets RIPPLE_FUNCTIONS_MODULES on all of them).
+  const functions = await withFunctionModules(values.definitions ? await loadFunctionModule(values.definitions) : allFunctions(), functionModulePaths(values['functions-module']));
   const dispatch = parseDispatchTargets(values.dispatch ?? []);
   const inProcess = values.functions?.split(',').filter(Boolean);
   if (dispatch.length > 0 && mode !== 'worker') throw new Error('--dispatch is a worker option: ripple worker --dispatch fn=URL');

@@ -19,6 +19,10 @@ export class ConnectivityError extends Error {
   override readonly name = 'ConnectivityError';
 }
 
+/**
+ * By class, or by name and reason: a function module that resolved a copy of Ripple of its own (its own
+ * node_modules/ripple beside the image's) throws that copy's TerminalError, which is not this class.
+ */
 export function isTerminal(err: unknown): err is TerminalError {
-  return err instanceof TerminalError;
+  return err instanceof TerminalError || (err instanceof Error && err.name === 'TerminalError' && typeof (err as { reason?: unknown }).reason === 'string');
 }

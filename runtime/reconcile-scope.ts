@@ -15,7 +15,11 @@ export interface ReconcileScope {
   readonly aliveUntil: number;
 }
 
-const scope = new AsyncLocalStorage<ReconcileScope>();
+// One per process, not per copy of this module: a function module that resolved a copy of Ripple of its own
+// (its own node_modules/ripple) calls that copy's kubeRequest and whileClaimed, which must see the claim the
+// worker's copy set.
+const SCOPE = Symbol.for('ripple.reconcileScope');
+const scope = ((globalThis as { [SCOPE]?: AsyncLocalStorage<ReconcileScope> })[SCOPE] ??= new AsyncLocalStorage<ReconcileScope>());
 
 /**
  * Runs `work` so that every API request (kube/raw.ts) and Redis script (queue/run-script.ts) it makes,
