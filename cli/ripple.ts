@@ -2,7 +2,6 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { Registry, collectDefaultMetrics } from 'prom-client';
@@ -35,8 +34,9 @@ import { EMIT_EVENTS, MAX_PENDING_EVENT_REQUESTS, queueEventSink } from '../runt
 import { LeaderElector } from '../watcher/leader.js';
 import { WatchMetrics } from '../watcher/metrics.js';
 import { Watcher } from '../watcher/watcher.js';
+import { packageRoot } from '../runtime/package-root.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = packageRoot(import.meta.url);
 const MODES = ['all', 'watcher', 'worker', 'ops', 'serve'] as const;
 type Mode = (typeof MODES)[number];
 const USAGE = `usage: ripple <${MODES.join('|')}> [options]     (mode also from RIPPLE_MODE)

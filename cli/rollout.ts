@@ -7,7 +7,6 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { V1ControllerRevision } from '@kubernetes/client-node';
 import { z } from 'zod';
@@ -17,6 +16,7 @@ import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { kubeRequest } from '../kube/raw.js';
 import { collectionPath, objectPath, Resources } from '../kube/resources.js';
 import { table } from './table.js';
+import { packageRoot } from '../runtime/package-root.js';
 
 export const ROLLOUT_USAGE = `Rollback of a ModelServing, on its ControllerRevisions:
   ripple rollout history modelserving/NAME [-n NAMESPACE] [--kubeconfig PATH [--context NAME] | --in-cluster]
@@ -25,7 +25,7 @@ export const ROLLOUT_USAGE = `Rollback of a ModelServing, on its ControllerRevis
   rollout then follows the spec's partition, maxUnavailable and maxSurge. Without a cluster flag it uses the
   running local sandbox.`;
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = packageRoot(import.meta.url);
 
 export class RolloutError extends Error {}
 

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { opsLifecycleWebhooks } from '../functions/ops-lifecycle/admission/webhooks.js';
@@ -12,6 +11,7 @@ import { createLogger } from '../runtime/log.js';
 import { applyRegistration, deleteRegistration } from '../runtime/webhook/registration.js';
 import { serveWebhookFunction } from '../runtime/webhook/function.js';
 import { startWebhookServer } from '../runtime/webhook/server.js';
+import { packageRoot } from '../runtime/package-root.js';
 
 export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gate and same-write transitions), served over HTTPS:
   ripple webhook [--kubeconfig PATH [--context NAME] | --in-cluster] [--port 9443] [--listen 0.0.0.0]
@@ -34,7 +34,7 @@ export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gat
   authenticates callers. It generates and registers nothing: the manifests in
   infra/deploy register it (docs/ops-lifecycle.md, "Served as a function").`;
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = packageRoot(import.meta.url);
 
 const flag = (name: string) => z.enum(['true', 'false'], { error: `${name} must be "true" or "false"` }).optional();
 const webhookEnvSchema = z.object({

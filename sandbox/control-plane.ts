@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../runtime/package-root.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = packageRoot(import.meta.url);
 const scripts = path.join(root, 'infra', 'local-control-plane');
 
 export interface ControlPlane {

@@ -18,14 +18,14 @@ import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rm
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { isStatus, kubeRequest } from '../kube/raw.js';
 import { generateCa } from '../runtime/webhook/certs.js';
 import { freePort } from './free-port.js';
+import { packageRoot } from '../runtime/package-root.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = packageRoot(import.meta.url);
 
 /** Where KEDA's cluster-wide objects live, as in its Helm chart. */
 export const KEDA_NAMESPACE = 'keda';

@@ -121,7 +121,7 @@ ripple_image() {
   # The stamp covers what reaches the image: the allowlist's own entries (Dockerfile.dockerignore, the one
   # source of truth for the build context), the Dockerfile, this script and the base's stamp.
   ignore="$root/infra/deploy/Dockerfile.dockerignore"
-  mapfile -t inputs < <(cd "$root" && sed -n 's|^!\(.*[^/]\)/\{0,1\}$|\1|p' "$ignore" | xargs -r -I{} find {} -type f | grep -v -e '\.test\.ts$' -e 'test-fixtures\.ts$' -e 'test-helpers\.ts$' | sort)
+  mapfile -t inputs < <(cd "$root" && sed -n 's|^!\(.*[^/]\)/\{0,1\}$|\1|p' "$ignore" | xargs -r -I{} find {} -type f 2>/dev/null | grep -v -e '\.test\.ts$' -e 'test-fixtures\.ts$' -e 'test-helpers\.ts$' | sort)
   stamp="$( (cd "$root" && cat "${inputs[@]}" infra/deploy/Dockerfile "$ignore" "$out/.node-base-stamp"; declare -f ripple_image; echo "$image") | sha256sum | cut -c1-16)"
   if current ripple "$stamp"; then say "$image is current"; return; fi
   command -v buildah >/dev/null || { echo "images: buildah is required (apt-get install buildah; scripts/ensure-deps.sh installs it with RIPPLE_REAL_NODE=1)" >&2; exit 1; }
@@ -136,8 +136,9 @@ ripple_image() {
   if [[ -n "${NODE_EXTRA_CA_CERTS:-}" && -r "$NODE_EXTRA_CA_CERTS" ]]; then
     ca=(-v "$NODE_EXTRA_CA_CERTS:/ca.crt:ro" --build-arg NODE_EXTRA_CA_CERTS=/ca.crt)
   fi
-  (cd "$root" && "${bh[@]}" bud --quiet --isolation chroot --pull=never --layers "${ca[@]}" \
-    -f infra/deploy/Dockerfile --ignorefile "$ignore" -t "$image" .) >/dev/null
+  (cd "$root" && "${bh[@]}" bud --isolation chroot --pull=never --layers "${ca[@]}" \
+    -f infra/deploy/Dockerfile --ignorefile "$ignore" -t "$image" .) > "$store/build.log" 2>&1 ||
+    { tail -n 40 "$store/build.log" >&2; echo "images: buildah bud failed; the whole log is $store/build.log" >&2; exit 1; }
   # An OCI layout whose index names the image in io.containerd.image.name too: `ctr images import` ignores a
   # full name in org.opencontainers.image.ref.name alone (it expects a tag there) and would name it import-<date>.
   work="$(mktemp -d)"
