@@ -30,7 +30,10 @@ import type { VariantDecision } from './saturation/decision.js';
 import { cycleStamp, decideCycle, type GroupInputs } from './saturation/engine.js';
 import { planScaleFromZero, type PendingRequests } from './saturation/from-zero.js';
 import { gpuCapacityByType } from './saturation/inventory.js';
-import { readAllDecisions, storeCycleDecisions, storeCycleRecord, type CycleRecord } from './state.js';
+import { cycleObservations } from './metrics/cycle-observations.js';
+import { COMPONENT, counterIncrement, ERROR_TYPE, histogramIncrements, OPERATOR_METRIC } from './metrics/operator-metrics.js';
+import { variantNameLabelValue } from './metrics/series.js';
+import { readAllDecisions, storeCycleDecisions, storeCycleRecord, storeOperatorMetrics, type CycleRecord } from './state.js';
 import { deploymentFacts, type DeploymentFacts } from './target/deployment-facts.js';
 import { targetKindOf } from './target/kinds.js';
 import { readScaledTarget } from './target/read.js';
@@ -112,6 +115,21 @@ function errorText(err: unknown): string {
  * the VAs whose decision changed, so they add no churn for the others.
  */
 export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<{ requeueAfterMs: number } | void> {
+  const started = performance.now();
+  try {
+    return await cycle(ctx, reason, started);
+  } catch (err) {
+    // wva_optimization_duration_seconds{status="error"}: best effort (a cycle that lost its claim cannot write).
+    const seconds = (performance.now() - started) / 1000;
+    await storeOperatorMetrics(ctx, undefined, [
+      ...histogramIncrements(OPERATOR_METRIC.optimizationDuration, { status: 'error' }, seconds),
+      counterIncrement(OPERATOR_METRIC.errors, { component: COMPONENT.controller, error_type: ERROR_TYPE.cycle }),
+    ]).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function cycle(ctx: HandlerContext, reason: string, started: number): Promise<{ requeueAfterMs: number } | void> {
   const { names, problems } = autoscalerNames(ctx.env);
   for (const p of problems) ctx.log.warn(p);
   const namespace = watchNamespace(ctx.env);
@@ -256,6 +274,26 @@ export async function runCycle(ctx: HandlerContext, reason = 'resync'): Promise<
   };
   await storeCycleRecord(ctx, record);
   logCycle(ctx, names, record, forgotten);
+
+  const observed = cycleObservations({
+    groups,
+    inputs,
+    models: result.models,
+    decisions,
+    podVariantByNs,
+    config: {
+      analyzerName: '',
+      limiterEnabled: config.saturation.default.enableLimiter,
+      scaleToZeroEnabled: config.controller.scaleToZero,
+      kvSpareTrigger: config.saturation.default.kvSpareTrigger,
+      queueSpareTrigger: config.saturation.default.queueSpareTrigger,
+      intervalSeconds: intervalMs / 1000,
+    },
+    variantNameOf: (vaKey, targetName) => variantNameLabelValue(names.variantNameLabel, vaKey, targetName),
+    pendingErrors: Object.values(pending).filter((p) => p.status === 'error').length,
+  });
+  const seconds = (performance.now() - started) / 1000;
+  await storeOperatorMetrics(ctx, observed.gauges, [...observed.increments, ...histogramIncrements(OPERATOR_METRIC.optimizationDuration, { status: 'success' }, seconds)], forgotten);
 
   // Every VA, valid or not: this is also the function's resync, so a missed event heals within one tick.
   const partial = reason === 'requeue' || reason === 'handler';

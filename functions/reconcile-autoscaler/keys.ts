@@ -35,6 +35,10 @@ export function stateKeys(prefix: string) {
     series: `${base}:series`,
     /** JSON: what the last cycle saw and decided per model, for operators and tests. */
     lastCycle: `${base}:last-cycle`,
+    /** JSON: the operator gauges the last cycle computed (metrics/operator-metrics.ts), replaced whole by each cycle. */
+    operatorGauges: `${base}:operator-gauges`,
+    /** Hash counter/histogram field (metric + labels as JSON) → integer total, added to by each cycle. */
+    counters: `${base}:counters`,
     /** Set once per ServiceMonitor deletion (by uid), so one deletion is one warning. */
     serviceMonitorWarned: (uid: string) => `${base}:service-monitor-warned:${uid}`,
   };

@@ -10,6 +10,7 @@ import { parseVariantDecision, type VariantDecision } from './saturation/decisio
 import type { StateWrite } from '../../queue/fenced-write.js';
 import type { HandlerContext } from '../../runtime/function.js';
 import { stateKeys } from './keys.js';
+import { counterFieldSchema, operatorGaugesSchema, type Increment, type OperatorGauges } from './metrics/operator-metrics.js';
 
 /** What the state's writers use: reads on the client, writes fenced by the running claim (ctx.state). */
 export type StateIO = Pick<HandlerContext, 'redis' | 'state' | 'prefix'>;
@@ -175,4 +176,49 @@ export async function readCycleRecord(redis: RedisClient, prefix: string): Promi
   if (text === null) return undefined;
   const r = cycleRecordSchema.safeParse(parseJson(text));
   return r.success ? r.data : undefined;
+}
+
+/**
+ * A cycle's operator metrics: the gauges replaced whole (when given: a failed cycle adds only to the
+ * counters), the counters and histograms added to. One fenced write, like the decisions.
+ */
+export async function storeOperatorMetrics(
+  { redis, state, prefix }: StateIO,
+  gauges: OperatorGauges | undefined,
+  increments: readonly Increment[],
+  /** VAs gone since the last cycle: their per-variant counters (wva_decisions_limited_total) go too, so Redis holds only live series. */
+  goneVaKeys: readonly string[] = [],
+): Promise<void> {
+  const keys = stateKeys(prefix);
+  const tx: StateWrite[] = increments.filter((i) => i.by !== 0).map((i) => ({ command: 'HINCRBY', key: keys.counters, args: [i.field, i.by] }));
+  if (goneVaKeys.length > 0) {
+    const gone = new Set(goneVaKeys);
+    const stale = (await redis.hkeys(keys.counters)).filter((field) => {
+      const f = counterFieldSchema.safeParse(parseJson(field));
+      const l = f.success ? f.data[1] : undefined;
+      return l?.['variant_name'] !== undefined && l['namespace'] !== undefined && gone.has(`${l['namespace']}/${l['variant_name']}`);
+    });
+    if (stale.length > 0) tx.push({ command: 'HDEL', key: keys.counters, args: stale });
+  }
+  if (gauges !== undefined) tx.push({ command: 'SET', key: keys.operatorGauges, args: [JSON.stringify(operatorGaugesSchema.parse(gauges))] });
+  await state.write(tx);
+}
+
+export async function readOperatorGauges(redis: RedisClient, prefix: string): Promise<OperatorGauges | undefined> {
+  const text = await redis.get(stateKeys(prefix).operatorGauges);
+  if (text === null) return undefined;
+  const r = operatorGaugesSchema.safeParse(parseJson(text));
+  return r.success ? r.data : undefined;
+}
+
+/** Every counter and histogram field: metric name, labels and total. Unreadable fields are left out. */
+export async function readCounters(redis: RedisClient, prefix: string): Promise<Array<{ name: string; labels: Record<string, string>; value: number }>> {
+  const all = await redis.hgetall(stateKeys(prefix).counters);
+  const out: Array<{ name: string; labels: Record<string, string>; value: number }> = [];
+  for (const [field, text] of Object.entries(all)) {
+    const f = counterFieldSchema.safeParse(parseJson(field));
+    const value = Number(text);
+    if (f.success && Number.isFinite(value)) out.push({ name: f.data[0], labels: f.data[1], value });
+  }
+  return out;
 }

@@ -9,6 +9,7 @@ import { readForScrape } from '../../../queue/scrape.js';
 import type { MetricsDeps } from '../../../runtime/function.js';
 import { autoscalerNames } from '../config/names.js';
 import { readAllSeries, readCycleRecord } from '../state.js';
+import { registerOperatorMetrics } from './operator-collector.js';
 import { LABEL, LAST_OPTIMIZATION_HELP, LAST_OPTIMIZATION_METRIC, METRIC, METRIC_HELP, metricLabelNames, replicaSeries, variantNameLabelValue, type MetricName } from './series.js';
 
 export function registerAutoscalerMetrics(registry: Registry, deps: MetricsDeps): void {
@@ -46,4 +47,5 @@ export function registerAutoscalerMetrics(registry: Registry, deps: MetricsDeps)
       else this.set(at / 1000);
     },
   });
+  registerOperatorMetrics(registry, deps);
 }

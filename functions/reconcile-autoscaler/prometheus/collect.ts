@@ -12,6 +12,8 @@ import type { ModelGroup } from '../saturation/active-variants.js';
 import type { RequestCount } from '../saturation/enforcer.js';
 import type { PendingRequests } from '../saturation/from-zero.js';
 import type { GroupInputs } from '../saturation/engine.js';
+import { categorizePrometheusError } from '../metrics/operator-metrics.js';
+import { collectedQueryTypes } from '../metrics/cycle-observations.js';
 import { PrometheusAuthError, type PrometheusClient } from './client.js';
 
 export async function collectGroupInputs(
@@ -23,6 +25,9 @@ export async function collectGroupInputs(
 ): Promise<GroupInputs> {
   if ('unavailable' in prometheus) return { metrics: { status: 'error', message: prometheus.unavailable } };
   const q = modelQueries({ namespace: group.namespace, modelID: group.modelID }, scaleToZero, freshness);
+  const started = performance.now();
+  const queryTypes = collectedQueryTypes(q.requestCount !== undefined);
+  const timed = (errorReason?: string) => ({ seconds: (performance.now() - started) / 1000, queryTypes, ...(errorReason !== undefined ? { errorReason } : {}) });
   try {
     const [kvBody, queueBody, recentBody, countBody, pendingBody] = await Promise.all([
       prometheus.query(q.kvCacheUsage),
@@ -31,15 +36,16 @@ export async function collectGroupInputs(
       q.requestCount !== undefined ? prometheus.query(q.requestCount) : Promise.resolve(undefined),
       q.pendingRequests !== undefined ? prometheus.query(q.pendingRequests) : Promise.resolve(undefined),
     ]);
+    const collection = timed();
     const kv = parseInstantVector(kvBody);
-    if (!kv.ok) return { metrics: { status: 'error', message: `KV-cache query: ${kv.error}` } };
+    if (!kv.ok) return { metrics: { status: 'error', message: `KV-cache query: ${kv.error}` }, collection: timed(categorizePrometheusError(kv.error)) };
     const queue = parseInstantVector(queueBody);
-    if (!queue.ok) return { metrics: { status: 'error', message: `queue query: ${queue.error}` } };
+    if (!queue.ok) return { metrics: { status: 'error', message: `queue query: ${queue.error}` }, collection: timed(categorizePrometheusError(queue.error)) };
     const replicas = joinReplicaMetrics(valuesByPod(kv.samples), valuesByPod(queue.samples), podVariant);
     // Pods of a variant with samples within the unavailable threshold but none within the fresh one.
     const fresh = new Set(replicas.map((r) => r.podName));
     const recent = q.recentPods !== undefined ? parseInstantVector(recentBody) : undefined;
-    if (recent !== undefined && !recent.ok) return { metrics: { status: 'error', message: `recent-pods query: ${recent.error}` } };
+    if (recent !== undefined && !recent.ok) return { metrics: { status: 'error', message: `recent-pods query: ${recent.error}` }, collection: timed(categorizePrometheusError(recent.error)) };
     const stale = [...valuesByPod(recent?.samples ?? []).keys()]
       .filter((pod) => !fresh.has(pod))
       .sort()
@@ -57,10 +63,15 @@ export async function collectGroupInputs(
       metrics: { status: 'ok', replicas, ...(stale.length > 0 ? { stale } : {}) },
       ...(requestCount !== undefined ? { requestCount } : {}),
       ...(pending?.status === 'ok' ? { pendingRequests: pending.pending } : {}),
+      collection,
     };
   } catch (err) {
     // The message becomes MetricsAvailable's and a Warning Event's: no URL credentials, whatever threw.
-    return { metrics: { status: 'error', message: redactUrl(err instanceof Error ? err.message : String(err)), ...(err instanceof PrometheusAuthError ? { auth: true } : {}) } };
+    const message = redactUrl(err instanceof Error ? err.message : String(err));
+    return {
+      metrics: { status: 'error', message, ...(err instanceof PrometheusAuthError ? { auth: true } : {}) },
+      collection: timed(err instanceof PrometheusAuthError ? 'unauthorized' : categorizePrometheusError(message)),
+    };
   }
 }
 

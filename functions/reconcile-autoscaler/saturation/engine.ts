@@ -37,6 +37,8 @@ export interface GroupInputs {
   requestCount?: RequestCount;
   /** Requests waiting in the inference gateway (when it is scraped): no scale to zero while there are some. */
   pendingRequests?: number;
+  /** How the model's queries went, for the operator metrics (not read by the engine). */
+  collection?: { seconds: number; queryTypes: string[]; errorReason?: string };
 }
 
 export interface CycleOptions {
