@@ -54,11 +54,27 @@ describe('the ModelServing CRD', () => {
     expect(root.properties?.metadata).toEqual({ type: 'object' });
   });
 
-  it('keeps pod templates with preserve-unknown-fields but requires containers', () => {
-    const podSpec = role.properties?.entryTemplate?.properties?.spec as JSONSchemaProps;
-    expect(podSpec['x-kubernetes-preserve-unknown-fields']).toBe(true);
-    expect(podSpec.required).toEqual(['containers']);
-    expect(podSpec.properties?.containers?.minItems).toBe(1);
+  it("embeds Kubernetes' PodSpec schema in both pod templates: no unknown field kept, containers merged by name", () => {
+    for (const which of ['entryTemplate', 'workerTemplate']) {
+      const template = role.properties?.[which] as JSONSchemaProps;
+      expect(template.properties?.metadata?.properties && Object.keys(template.properties.metadata.properties)).toEqual(['labels', 'annotations']);
+      const podSpec = template.properties?.spec as JSONSchemaProps;
+      expect(JSON.stringify(podSpec)).not.toContain('x-kubernetes-preserve-unknown-fields');
+      expect(podSpec.required).toEqual(['containers']);
+      expect(podSpec.properties?.containers).toMatchObject({ type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] });
+      const container = podSpec.properties?.containers?.items as JSONSchemaProps;
+      expect(container.required).toEqual(['name']);
+      expect(container.properties?.imagePullPolicy).toEqual({ description: 'Image pull policy.', type: 'string' });
+      expect(container.properties?.resources?.properties?.limits?.additionalProperties).toMatchObject({ 'x-kubernetes-int-or-string': true });
+    }
+    const rules = (role['x-kubernetes-validations'] ?? []).map((v) => v.rule);
+    expect(rules).toContain('size(self.entryTemplate.spec.containers) > 0');
+  });
+
+  it('stays well inside the API server and etcd size limits', () => {
+    const json = JSON.stringify(crd).length;
+    // etcd refuses requests over 1.5 MiB; docs/modelserving.md gives the size (about 330 kB).
+    expect(json).toBeLessThan(400_000);
   });
 
   it('writes int-or-string fields and defaults as Kthena does', () => {
@@ -74,7 +90,10 @@ describe('the ModelServing CRD', () => {
   it('carries the webhook rules that CEL can express', () => {
     const rules = (n: JSONSchemaProps | undefined) => (n?.['x-kubernetes-validations'] ?? []).map((v) => v.message);
     expect(rules(spec.properties?.template?.properties?.roles)).toEqual(['role names must be unique']);
-    expect(rules(role)).toEqual(['a workerTemplate with containers is required when workerReplicas is greater than 0']);
+    expect(rules(role)).toEqual([
+      'entryTemplate.spec.containers needs at least one container',
+      'a workerTemplate with containers is required when workerReplicas is greater than 0',
+    ]);
     expect(rules(spec)).toHaveLength(4);
     expect(rules(spec.properties?.rolloutStrategy)).toHaveLength(1);
     expect(rules(spec.properties?.template?.properties?.gangPolicy?.properties?.minRoleReplicas)).toEqual([

@@ -12,6 +12,7 @@
  */
 import { z } from 'zod';
 import { stringify } from 'yaml';
+import { embeddedKubernetesSchema } from './openapi/snapshot.js';
 
 /** A node of a structural OpenAPI v3 schema, with the wire names the API server reads. */
 export interface JSONSchemaProps {
@@ -235,6 +236,14 @@ const PASS_THROUGH = [
 ] as const;
 /** Keys that carry no meaning for the API server (or are handled elsewhere) and are dropped. */
 const IGNORED = new Set(['$schema', '$id', 'id', '$defs', 'definitions', 'examples', 'readOnly', 'writeOnly', '$comment']);
+
+/**
+ * A zod schema whose `.meta()` carries this key (the name of a Kubernetes schema, e.g.
+ * `io.k8s.api.core.v1.PodSpec`) is emitted as that schema, generated from the committed snapshot of the
+ * API server's OpenAPI document (`api/openapi/`), instead of from the zod schema: the zod schema checks
+ * what the controller relies on, the CRD gets the whole upstream schema.
+ */
+export const KUBERNETES_SCHEMA_KEY = 'x-ripple-kubernetes-schema';
 const HANDLED = new Set(['type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'anyOf', 'oneOf', 'allOf', '$ref']);
 
 /** Converts JSON Schema (as zod emits it for OpenAPI 3.0) to a structural schema. */
@@ -269,6 +278,12 @@ function convert(node: JsonObject, root: JsonObject, path: string, outerRefs: st
   let refs: string[];
   [node, refs] = inlineRefs(node, root, path, outerRefs);
   node = mergeAllOf(node, root, path, refs);
+
+  const kubernetes = node[KUBERNETES_SCHEMA_KEY];
+  if (typeof kubernetes === 'string') {
+    const description = typeof node.description === 'string' ? { description: node.description } : {};
+    return { ...embeddedKubernetesSchema(kubernetes), ...description };
+  }
 
   for (const key of Object.keys(node)) {
     if (!IGNORED.has(key) && !HANDLED.has(key) && !(PASS_THROUGH as readonly string[]).includes(key)) {

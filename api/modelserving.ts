@@ -7,12 +7,14 @@
  * constraints or CEL (`x-kubernetes-validations` in `.meta`); rules it cannot (or should not, see
  * `semanticErrors`) run only in `parseModelServing`.
  *
- * Pod templates are deliberately not modelled field by field: the CRD keeps them with
- * `x-kubernetes-preserve-unknown-fields`, and we only check what the controller itself relies on.
+ * Pod templates are not modelled field by field in zod: `parseModelServing` checks only what the
+ * controller itself relies on, while the CRD embeds Kubernetes' own PodSpec schema, generated from the
+ * committed snapshot of the API server's OpenAPI document (`api/openapi/`), so the API server refuses a
+ * misspelled or mistyped pod field at apply time and `kubectl explain` documents it.
  */
 import { z } from 'zod';
 import { PhaseSchema } from '../status/schema.js';
-import type { CrdOptions } from './crd.js';
+import { KUBERNETES_SCHEMA_KEY, type CrdOptions } from './crd.js';
 
 export const MODEL_SERVING_GROUP = 'workload.serving.volcano.sh';
 export const MODEL_SERVING_VERSION = 'v1alpha1';
@@ -66,8 +68,9 @@ const ContainerSchema = z
   .describe('A core/v1 Container; fields other than name and image are passed through unchanged.');
 
 /**
- * A core/v1 PodSpec. Only what the controller depends on is checked (containers, names, images);
- * everything else is kept as written and validated by the API server when the pod is created.
+ * A core/v1 PodSpec. Only what the controller depends on is checked here (containers, names, images);
+ * the rest is passed through. In the CRD this node is Kubernetes' own PodSpec schema (the meta key), so
+ * the API server has already refused unknown and mistyped fields when the object was written.
  */
 const podSpec = (containers: z.ZodArray<typeof ContainerSchema>) =>
   z
@@ -76,7 +79,10 @@ const podSpec = (containers: z.ZodArray<typeof ContainerSchema>) =>
       initContainers: z.array(ContainerSchema).optional(),
       schedulerName: z.string().optional(),
     })
-    .describe('Specification of the desired behavior of the pod (core/v1 PodSpec).');
+    .meta({
+      description: 'Specification of the desired behavior of the pod (core/v1 PodSpec).',
+      [KUBERNETES_SCHEMA_KEY]: 'io.k8s.api.core.v1.PodSpec',
+    });
 
 export const PodSpecSchema = podSpec(z.array(ContainerSchema).min(1, 'a pod template needs at least one container'));
 
@@ -120,6 +126,11 @@ export const RoleSchema = z
   })
   .meta({
     'x-kubernetes-validations': [
+      {
+        // Kubernetes' PodSpec schema requires `containers` but allows it empty; a pod needs one.
+        rule: 'size(self.entryTemplate.spec.containers) > 0',
+        message: 'entryTemplate.spec.containers needs at least one container',
+      },
       {
         rule: 'self.workerReplicas == 0 || (has(self.workerTemplate) && size(self.workerTemplate.spec.containers) > 0)',
         message: 'a workerTemplate with containers is required when workerReplicas is greater than 0',

@@ -85,6 +85,16 @@ describe('ModelServing bad input', () => {
         /role names must be unique/,
       ],
       ['negative replicas', withSpec(sb, 'bad6', (s) => (s.replicas = -1)), /spec\.replicas/],
+      [
+        // The CRD embeds the PodSpec schema (api/openapi/): a malformed quantity is refused at apply time.
+        'a malformed resource quantity',
+        withSpec(sb, 'bad7', (s) => {
+          template(s).roles = [
+            { ...roleManifest({ name: 'main' }), entryTemplate: { spec: { containers: [{ name: 'main', image: IMAGE_A, resources: { requests: { cpu: 'lots' } } }] } } },
+          ];
+        }),
+        /spec\.template\.roles\[0\]\.entryTemplate\.spec\.containers\[0\]\.resources\.requests\.cpu: Invalid value: "lots"/,
+      ],
     ];
     for (const [what, body, message] of cases) {
       expect(await rejection(sb, body), what).toMatch(message);
@@ -105,7 +115,8 @@ describe('ModelServing bad input', () => {
       sb,
       withSpec(sb, 'badpod', (s) => {
         template(s).roles = [
-          { ...roleManifest({ name: 'main' }), entryTemplate: { spec: { containers: [{ name: 'main', image: IMAGE_A, resources: { requests: { cpu: 'lots' } } }] } } },
+          // Well-formed for the schema, but a request above its limit is refused by pod validation only.
+          { ...roleManifest({ name: 'main' }), entryTemplate: { spec: { containers: [{ name: 'main', image: IMAGE_A, resources: { requests: { cpu: '2' }, limits: { cpu: '1' } } }] } } },
         ];
       }),
     );
@@ -126,7 +137,7 @@ describe('ModelServing bad input', () => {
 
     // The API server refuses the pod built from this template: the function names the template.
     const badpod = await waitInvalid(sb, 'badpod');
-    expect(condition(badpod, 'ConfigValid')?.message).toMatch(/^spec\.template\.roles\[0\]\.entryTemplate: the API server rejected pod badpod-0-main-0-0 built from it: .*quantities must match/);
+    expect(condition(badpod, 'ConfigValid')?.message).toMatch(/^spec\.template\.roles\[0\]\.entryTemplate: the API server rejected pod badpod-0-main-0-0 built from it: .*must be less than or equal to cpu limit/);
 
     await waitConverged(sb, 'good', { podsPerGroup: 1 });
     expect(await listPods(sb, 'nogang')).toHaveLength(0);

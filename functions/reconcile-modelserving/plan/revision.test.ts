@@ -32,6 +32,15 @@ describe('revision hash', () => {
     const noisy = { name: 'm', image: 'i', env: [], securityContext: null, resources: { requests: { cpu: '1000m', memory: '1024Mi' }, limits: {} } };
     expect(canonicalJson(plain)).toBe(canonicalJson(noisy));
   });
+
+  it("does not roll when the CRD's schema defaults a container port's protocol to TCP", () => {
+    // The CRD embeds the PodSpec schema, whose list-map key `protocol` must carry its default: every
+    // template stored before it reads back with `protocol: TCP` added, and must keep its revision.
+    const before = { name: 'm', image: 'i', ports: [{ containerPort: 8000 }, { containerPort: 53, protocol: 'UDP' }] };
+    const after = { name: 'm', image: 'i', ports: [{ containerPort: 8000, protocol: 'TCP' }, { containerPort: 53, protocol: 'UDP' }] };
+    expect(canonicalJson(after)).toBe(canonicalJson(before));
+    expect(canonicalJson(after)).not.toBe(canonicalJson({ ...before, ports: [{ containerPort: 8000, protocol: 'UDP' }, before.ports[1]] }));
+  });
 });
 
 describe('ControllerRevision', () => {

@@ -4,8 +4,9 @@
  * so partition-protected ServingGroups can be rebuilt from it.
  *
  * Hashes are taken over a canonical form: keys sorted, and null, empty objects and empty arrays
- * dropped, and resource quantities written canonically. So `env: []`, `resources: {}` or `cpu: 1`
- * versus `cpu: "1000m"` do not roll pods, and a ControllerRevision written by Kthena (Go's JSON of the
+ * dropped, resource quantities written canonically, and a container port's default `protocol: TCP`
+ * left out. So `env: []`, `resources: {}`, `cpu: 1` versus `cpu: "1000m"`, or a port's `protocol: TCP`
+ * added by the CRD's schema default, do not roll pods, and a ControllerRevision written by Kthena (Go's JSON of the
  * same roles) hashes to the same value as the spec it came from — which is how an existing Kthena
  * deployment is adopted without a rollout (see `revisionsEquivalentTo`).
  */
@@ -80,10 +81,21 @@ export function canonicalJson(value: unknown): string {
 
 const QUANTITY_MAPS = new Set(['limits', 'requests', 'overhead', 'capacity']);
 
+/**
+ * A container port's `protocol: TCP` is the default the CRD's PodSpec schema writes into every stored
+ * template (a list-map key must have one, api/openapi/structural.ts): a template stored without it reads
+ * back with it, so it is left out of the hash and such a template keeps its revision.
+ */
+function withoutDefaultProtocol(port: unknown): unknown {
+  if (typeof port !== 'object' || port === null || Array.isArray(port)) return port;
+  const { protocol, ...rest } = port as Record<string, unknown>;
+  return protocol === 'TCP' ? rest : port;
+}
+
 function canonicalize(value: unknown, parentKey: string | undefined): unknown {
   if (value === null || value === undefined) return undefined;
   if (Array.isArray(value)) {
-    const items = value.map((v) => canonicalize(v, undefined) ?? null);
+    const items = value.map((v) => canonicalize(parentKey === 'ports' ? withoutDefaultProtocol(v) : v, undefined) ?? null);
     return items.length ? items : undefined;
   }
   if (typeof value === 'object') {
