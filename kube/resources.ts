@@ -35,6 +35,7 @@ export const Resources = {
   controllerRevision: { group: 'apps', version: 'v1', kind: 'ControllerRevision', plural: 'controllerrevisions', namespaced: true },
   lease: { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', namespaced: true },
   modelServing: { group: 'workload.serving.volcano.sh', version: 'v1alpha1', kind: 'ModelServing', plural: 'modelservings', namespaced: true },
+  leaderWorkerSet: { group: 'leaderworkerset.x-k8s.io', version: 'v1', kind: 'LeaderWorkerSet', plural: 'leaderworkersets', namespaced: true },
   variantAutoscaling: { group: 'llmd.ai', version: 'v1alpha1', kind: 'VariantAutoscaling', plural: 'variantautoscalings', namespaced: true },
   serviceMonitor: { group: 'monitoring.coreos.com', version: 'v1', kind: 'ServiceMonitor', plural: 'servicemonitors', namespaced: true },
   podGroup: { group: 'scheduling.volcano.sh', version: 'v1beta1', kind: 'PodGroup', plural: 'podgroups', namespaced: true },
