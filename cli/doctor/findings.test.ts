@@ -6,7 +6,8 @@ import { parse } from 'yaml';
 import { generateCrd } from '../../api/crd.js';
 import { MODEL_SERVING_CRD } from '../../api/modelserving.js';
 import { VARIANT_AUTOSCALING_CRD } from '../../api/variantautoscaling.js';
-import { controllerFindings, crdFindings, crdSchema, deploymentSchema, formatFindings, prunedPaths, redisFindings, webhookConfigurationSchema, webhookFindings, type Crd } from './findings.js';
+import { controllerFindings, crdFindings, crdSchema, deploymentSchema, formatFindings, prometheusFindings, prunedPaths, rbacFindings, redisFindings, webhookConfigurationSchema, webhookFindings, type Crd } from './findings.js';
+import { identities, loadRippleRbac, RbacFilesMissingError, requiredAccess } from './rbac-rules.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ours = ['modelserving.yaml', 'variantautoscaling.yaml'].map((f) => crdSchema.parse(parse(readFileSync(path.join(root, 'infra/crds', f), 'utf8'))));
@@ -68,5 +69,60 @@ describe('doctor: webhooks, controllers, Redis', () => {
     expect(redisFindings('noeviction').ok).toBe(true);
     expect(redisFindings('allkeys-lru')).toMatchObject({ ok: false, fix: expect.stringContaining('noeviction') });
     expect(formatFindings([redisFindings('allkeys-lru'), redisFindings('noeviction')])).toMatch(/^PROBLEM {2}Redis maxmemory-policy: allkeys-lru[\s\S]*\nok {7}Redis maxmemory-policy: noeviction\n\n1 problem found$/);
+  });
+});
+
+describe('doctor: RBAC', () => {
+  const objects = loadRippleRbac();
+  const opts = { namespace: 'ripple-system', prefix: 'ripple' };
+
+  it("reads each account's requests from the files the chart grants: a Role's in Ripple's namespace, the Lease named after the prefix", () => {
+    expect(identities(objects)).toEqual(expect.arrayContaining(['ripple', 'ripple-watcher', 'ripple-ops', 'ripple-worker-reconcile-modelserving', 'ripple-worker-ops-lifecycle']));
+    const watcher = requiredAccess(objects, 'ripple-watcher', { namespace: 'ai', prefix: 'blue' })!;
+    expect(watcher.files).toEqual(['infra/deploy/rbac/watcher/rbac.yaml']);
+    expect(watcher.access).toContainEqual({ verb: 'watch', group: 'discovery.k8s.io', resource: 'endpointslices' });
+    expect(watcher.access).toContainEqual({ verb: 'update', group: 'coordination.k8s.io', resource: 'leases', name: 'blue-watcher', namespace: 'ai' });
+    // A subresource is asked as one; ops-lifecycle's second ClusterRole (grace-delete) is bound to the same account.
+    expect(requiredAccess(objects, 'ripple-worker-reconcile-modelserving', opts)!.access).toContainEqual({ verb: 'patch', group: 'workload.serving.volcano.sh', resource: 'modelservings', subresource: 'status' });
+    expect(requiredAccess(objects, 'ripple-worker-ops-lifecycle', opts)!.files).toEqual(['infra/deploy/rbac/ops-lifecycle/grace-delete/rbac.yaml', 'infra/deploy/rbac/ops-lifecycle/rbac.yaml']);
+    // The all-in-one account is bound to the watcher's, the ops server's and every function's roles.
+    const all = requiredAccess(objects, 'ripple', opts)!;
+    for (const a of [...watcher.access.filter((x) => !x.namespace), ...requiredAccess(objects, 'ripple-worker-reconcile-modelserving', opts)!.access]) expect(all.access).toContainEqual(a);
+    expect(new Set(all.access.map((a) => JSON.stringify(a))).size).toBe(all.access.length);
+    expect(requiredAccess(objects, 'kthena', opts)).toBeUndefined();
+    // Installed without the files (an image that leaves them out): said, not a crash.
+    expect(() => loadRippleRbac(['/nonexistent'])).toThrow(RbacFilesMissingError);
+  });
+
+  it('names what is denied grouped by resource, with the files to apply', () => {
+    const required = requiredAccess(objects, 'ripple-watcher', opts)!;
+    const denied = required.access.filter((a) => a.resource === 'endpointslices' || (a.resource === 'leases' && a.verb !== 'create'));
+    const f = rbacFindings({ identity: 'ripple-watcher', user: 'system:serviceaccount:ripple-system:ripple-watcher', required, denied });
+    expect(f).toMatchObject({ ok: false, check: 'RBAC of ripple-watcher', message: 'system:serviceaccount:ripple-system:ripple-watcher may not: list, watch discovery.k8s.io/endpointslices; get, update coordination.k8s.io/leases ripple-watcher in ripple-system' });
+    expect(f.fix).toContain('kubectl apply -k infra/deploy/rbac/watcher');
+    expect(rbacFindings({ identity: 'ripple-watcher', user: 'u', required, denied: [] })).toMatchObject({ ok: true, message: `u may make all ${required.access.length} requests ripple-watcher's roles grant (infra/deploy/rbac/watcher/rbac.yaml)` });
+  });
+});
+
+describe('doctor: Prometheus', () => {
+  const cm = { kind: 'configmap' as const, namespace: 'ripple-system', name: 'wva-variantautoscaling-config' };
+
+  it('says where the URL came from and what to change when it cannot be reached, refuses the token or is not Prometheus', () => {
+    const down = prometheusFindings({ kind: 'unreachable', source: cm, url: 'http://prometheus.monitoring.svc:9090', reason: 'getaddrinfo ENOTFOUND prometheus.monitoring.svc' });
+    expect(down).toMatchObject({ ok: false, message: 'cannot reach Prometheus at http://prometheus.monitoring.svc:9090 (PROMETHEUS_BASE_URL of ConfigMap ripple-system/wva-variantautoscaling-config): getaddrinfo ENOTFOUND prometheus.monitoring.svc' });
+    expect(down.fix).toContain('check PROMETHEUS_BASE_URL in ConfigMap ripple-system/wva-variantautoscaling-config');
+    expect(down.fix).toContain('--in-cluster');
+    expect(prometheusFindings({ kind: 'unreachable', source: { kind: 'flag' }, url: 'http://x', reason: 'r' }).fix).toMatch(/^check --prometheus-url /);
+    expect(prometheusFindings({ kind: 'refused-credentials', source: cm, message: 'http://p answered 401 Unauthorized: bad token' }).fix).toContain('PROMETHEUS_BEARER_TOKEN');
+    expect(prometheusFindings({ kind: 'bad-answer', source: { kind: 'env' }, url: 'http://p/api', answer: 'without a status' }).message).toBe("http://p/api (PROMETHEUS_BASE_URL of the environment) is not Prometheus's HTTP API: vector(1) was answered without a status");
+    expect(prometheusFindings({ kind: 'answered', source: cm, url: 'http://p', ms: 4 })).toMatchObject({ ok: true, message: 'http://p (PROMETHEUS_BASE_URL of ConfigMap ripple-system/wva-variantautoscaling-config) answered a query in 4 ms' });
+  });
+
+  it('an unconfigured Prometheus is a problem only once a VariantAutoscaling needs it', () => {
+    const base = { kind: 'not-configured' as const, configMaps: ['wva-variantautoscaling-config', 'workload-variant-autoscaler-variantautoscaling-config'], namespace: 'ripple-system' };
+    expect(prometheusFindings({ ...base, variantAutoscalings: 0 }).ok).toBe(true);
+    const needed = prometheusFindings({ ...base, variantAutoscalings: 3 });
+    expect(needed).toMatchObject({ ok: false, message: 'not configured: no wva-variantautoscaling-config or workload-variant-autoscaler-variantautoscaling-config in ripple-system sets PROMETHEUS_BASE_URL, so the autoscaler cannot scale the 3 VariantAutoscalings in the cluster' });
+    expect(needed.fix).toContain('set PROMETHEUS_BASE_URL in ConfigMap ripple-system/wva-variantautoscaling-config');
   });
 });

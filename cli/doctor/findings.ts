@@ -3,7 +3,9 @@
  * would make Ripple lose status or be refused, said in words with what to do. Each check turns what was read into
  * findings; nothing here talks to a server.
  */
+import path from 'node:path';
 import { z } from 'zod';
+import type { RequiredAccess, ResourceAccess } from './rbac-rules.js';
 
 export interface Finding {
   check: string;
@@ -169,6 +171,85 @@ export function redisFindings(policy: string | undefined, error?: string): Findi
   if (policy === undefined) return { check, ok: false, message: `could not read it${error ? `: ${error}` : ''}`, fix: 'check REDIS_URL / --redis-url, or run CONFIG GET maxmemory-policy yourself (managed Redis may refuse CONFIG)' };
   if (policy === 'noeviction') return { check, ok: true, message: 'noeviction' };
   return { check, ok: false, message: `${policy}: Redis may evict queue keys under memory pressure, and an evicted key is a lost reconcile`, fix: 'set maxmemory-policy noeviction (redis.conf, or your provider\'s parameter group) and size Redis (docs/operations.md, "Sizing Redis")' };
+}
+
+/** One request as RBAC shows it: `discovery.k8s.io/endpointslices`, `pods`, `coordination.k8s.io/leases ripple-watcher in ripple-system`. */
+function describeAccess(a: ResourceAccess): string {
+  const resource = `${a.group ? `${a.group}/` : ''}${a.resource}${a.subresource ? `/${a.subresource}` : ''}`;
+  return `${resource}${a.name ? ` ${a.name}` : ''}${a.namespace ? ` in ${a.namespace}` : ''}`;
+}
+
+/**
+ * Whether `user` may make every request `identity`'s roles grant (rbac-rules.ts). `denied` are the requests a
+ * SelfSubjectAccessReview answered not allowed; they are named grouped by resource, verbs in the roles' order.
+ * `error`: the reviews could not be made at all.
+ */
+export function rbacFindings(input: { identity: string; user: string; required: RequiredAccess; denied: ResourceAccess[]; error?: string }): Finding {
+  const { identity, user, required, denied } = input;
+  const check = `RBAC of ${identity}`;
+  if (input.error !== undefined) {
+    return { check, ok: false, message: `could not ask the API server what ${user} may do: ${input.error}`, fix: '--as needs the impersonate permission; without --as doctor checks the identity it runs as' };
+  }
+  if (denied.length === 0) return { check, ok: true, message: `${user} may make all ${required.access.length} requests ${identity}'s roles grant (${required.files.join(', ')})` };
+  const byResource = new Map<string, string[]>();
+  for (const a of denied) {
+    const key = describeAccess(a);
+    byResource.set(key, [...(byResource.get(key) ?? []), a.verb]);
+  }
+  const missing = [...byResource].map(([resource, verbs]) => `${verbs.join(', ')} ${resource}`);
+  return {
+    check,
+    ok: false,
+    message: `${user} may not: ${missing.join('; ')}`,
+    fix: `grant ${identity} the roles of ${required.files.join(' and ')}: the chart does with rbac.create=true (its default), kustomize with ${[...new Set(required.files.map((f) => path.dirname(f)))].map((d) => `kubectl apply -k ${d}`).join(', ')}; each request refused here fails a reconcile with 403`,
+  };
+}
+
+/** Where the Prometheus URL doctor checked came from, as a fix names it. */
+export type PrometheusSource = { kind: 'flag' } | { kind: 'env' } | { kind: 'configmap'; namespace: string; name: string };
+
+const sourceText = (s: PrometheusSource) =>
+  s.kind === 'flag' ? '--prometheus-url' : s.kind === 'env' ? 'PROMETHEUS_BASE_URL of the environment' : `PROMETHEUS_BASE_URL of ConfigMap ${s.namespace}/${s.name}`;
+const whereToFix = (s: PrometheusSource) =>
+  s.kind === 'flag' ? '--prometheus-url' : s.kind === 'env' ? "PROMETHEUS_BASE_URL in the autoscaler's environment" : `PROMETHEUS_BASE_URL in ConfigMap ${s.namespace}/${s.name}`;
+
+/** What asking Prometheus for `vector(1)` came to. */
+export type PrometheusOutcome =
+  | { kind: 'answered'; source: PrometheusSource; url: string; ms: number }
+  | { kind: 'not-configured'; configMaps: string[]; namespace: string; variantAutoscalings: number }
+  | { kind: 'invalid'; source: PrometheusSource; message: string }
+  | { kind: 'unreachable'; source: PrometheusSource; url: string; reason: string }
+  | { kind: 'refused-credentials'; source: PrometheusSource; message: string }
+  | { kind: 'bad-answer'; source: PrometheusSource; url: string; answer: string };
+
+/** Whether the autoscaler can reach Prometheus, from where doctor runs. */
+export function prometheusFindings(outcome: PrometheusOutcome): Finding {
+  const check = 'Prometheus';
+  const fromHere =
+    'doctor asks from where it runs: outside the cluster a Service name (prometheus.monitoring.svc) does not resolve, so run it in the cluster (ripple doctor --in-cluster, from Ripple\'s image) or give --prometheus-url a port-forward';
+  switch (outcome.kind) {
+    case 'answered':
+      return { check, ok: true, message: `${outcome.url} (${sourceText(outcome.source)}) answered a query in ${outcome.ms} ms` };
+    case 'not-configured': {
+      const where = `set PROMETHEUS_BASE_URL in ConfigMap ${outcome.namespace}/${outcome.configMaps[0] ?? ''} (docs/autoscaler.md; WVA keeps its own in workload-variant-autoscaler-system) or PROMETHEUS_URL in the autoscaler's environment`;
+      return outcome.variantAutoscalings === 0
+        ? { check, ok: true, message: `not configured (no ${outcome.configMaps.join(' or ')} in ${outcome.namespace} names it), and no VariantAutoscaling needs it yet` }
+        : {
+            check,
+            ok: false,
+            message: `not configured: no ${outcome.configMaps.join(' or ')} in ${outcome.namespace} sets PROMETHEUS_BASE_URL, so the autoscaler cannot scale the ${outcome.variantAutoscalings === 1 ? 'VariantAutoscaling' : `${outcome.variantAutoscalings} VariantAutoscalings`} in the cluster`,
+            fix: where,
+          };
+    }
+    case 'invalid':
+      return { check, ok: false, message: `${sourceText(outcome.source)} is unusable: ${outcome.message}`, fix: `correct ${whereToFix(outcome.source)}` };
+    case 'unreachable':
+      return { check, ok: false, message: `cannot reach Prometheus at ${outcome.url} (${sourceText(outcome.source)}): ${outcome.reason}`, fix: `check ${whereToFix(outcome.source)} (the autoscaler reads it every cycle) and that Prometheus serves its HTTP API there; ${fromHere}` };
+    case 'refused-credentials':
+      return { check, ok: false, message: outcome.message, fix: `fix PROMETHEUS_BEARER_TOKEN (or PROMETHEUS_TOKEN_PATH) or the credentials in ${whereToFix(outcome.source)}` };
+    case 'bad-answer':
+      return { check, ok: false, message: `${outcome.url} (${sourceText(outcome.source)}) is not Prometheus's HTTP API: vector(1) was answered ${outcome.answer}`, fix: `point ${whereToFix(outcome.source)} at Prometheus's base URL (the one /api/v1/query is under)` };
+  }
 }
 
 export function formatFindings(findings: Finding[]): string {
