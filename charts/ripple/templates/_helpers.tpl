@@ -1,6 +1,23 @@
 {{/* The functions Ripple ships (functions/index.ts); each has its own identity in templates/rbac/. */}}
-{{- define "ripple.functions" -}}
+{{- define "ripple.builtinFunctions" -}}
 reconcile-modelserving reconcile-autoscaler ops-lifecycle emit-events
+{{- end }}
+
+{{/*
+Every function the release runs: Ripple's own, then extraFunctions (your own, loaded from their modules by every
+process through RIPPLE_FUNCTIONS_MODULES). Each gets the same treatment: a worker Deployment, a Knative Service or
+an OpenFaaS Function, a dispatch target, and an identity of its own.
+*/}}
+{{- define "ripple.functions" -}}
+{{ include "ripple.builtinFunctions" . }}
+{{- range .Values.extraFunctions }} {{ .name }}{{ end }}
+{{- end }}
+
+{{/* The modules of extraFunctions, each once, comma-separated (RIPPLE_FUNCTIONS_MODULES). */}}
+{{- define "ripple.functionsModules" -}}
+{{- $modules := list }}
+{{- range .Values.extraFunctions }}{{ $modules = append $modules .module }}{{ end }}
+{{- $modules | uniq | join "," }}
 {{- end }}
 
 {{- define "ripple.name" -}}
@@ -123,6 +140,16 @@ Checks across values that a JSON schema cannot say clearly; each message says wh
 {{- end }}
 {{- if and (eq .Values.mode "serverless") (not .Values.functionToken.existingSecret) (not .Values.functionToken.value) }}
 {{- fail "mode=serverless needs a function token (the functions refuse calls without one): set functionToken.existingSecret (a Secret you keep) or functionToken.value (e.g. --set functionToken.value=$(openssl rand -hex 24)); the chart generates none, so that it stays the same on every render (helm template, Argo CD)" }}
+{{- end }}
+{{- $names := list }}
+{{- range .Values.extraFunctions }}
+{{- if has .name (splitList " " (include "ripple.builtinFunctions" $)) }}
+{{- fail (printf "extraFunctions: %s is one of Ripple's own functions; give yours another name (it names its queue, its Deployment and its ServiceAccount)" .name) }}
+{{- end }}
+{{- if has .name $names }}
+{{- fail (printf "extraFunctions: %s is listed twice" .name) }}
+{{- end }}
+{{- $names = append $names .name }}
 {{- end }}
 {{- if and .Values.redis.tls.caSecret (eq .Values.mode "serverless") (eq .Values.serverless.platform "openfaas") }}
 {{- fail "serverless.platform=openfaas: the functions run in another namespace and cannot mount redis.tls.caSecret; put the CA in the Redis server's certificate chain your image trusts, or use Knative" }}

@@ -2,9 +2,19 @@
 The rules of one identity's ClusterRole or Role, read from files/rbac/<identity>/rbac.yaml: a link to
 infra/deploy/rbac, so the chart and the kustomize overlays grant exactly the same and cannot drift apart.
 dict "root" $ "identity" ID "kind" ClusterRole|Role. A Lease named in resourceNames is renamed after
-config.prefix (the watcher's Lease is `<prefix>-watcher`).
+config.prefix (the watcher's Lease is `<prefix>-watcher`). An extraFunctions entry has no file: its rules are
+in the values, and the watcher, ops and the dispatcher get what it needs of them added to their ClusterRoles.
 */}}
 {{- define "ripple.rulesOf" -}}
+{{- $extra := dict }}
+{{- range .root.Values.extraFunctions }}{{ if eq .name $.identity }}{{ $extra = . }}{{ end }}{{ end }}
+{{- if $extra }}
+{{- /* A function of your own: the rules its values give, and list on its primary (its resync lists it). */}}
+{{- if eq .kind "ClusterRole" }}
+{{- $rules := concat ($extra.rules | default list) (include "ripple.primaryListRules" (dict "functions" (list $extra)) | fromYamlArray) }}
+{{- if $rules }}{{ toYaml $rules }}{{ end }}
+{{- end }}
+{{- else }}
 {{- $file := printf "files/rbac/%s/rbac.yaml" .identity }}
 {{- $text := .root.Files.Get $file }}
 {{- if not $text }}{{ fail (printf "%s is missing from the chart (charts/ripple/files/rbac links to infra/deploy/rbac)" $file) }}{{ end }}
@@ -20,7 +30,25 @@ config.prefix (the watcher's Lease is `<prefix>-watcher`).
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if eq .kind "ClusterRole" }}
+{{- /* extraFunctions: the watcher watches what their triggers name; ops (manual resync) and the dispatcher list their primaries. */}}
+{{- if eq .identity "watcher" }}
+{{- range .root.Values.extraFunctions }}{{ $rules = concat $rules (.watchRules | default list) }}{{ end }}
+{{- else if has .identity (list "ops" "dispatcher") }}
+{{- $rules = concat $rules (include "ripple.primaryListRules" (dict "functions" .root.Values.extraFunctions) | fromYamlArray) }}
+{{- end }}
+{{- end }}
 {{- if $rules }}{{ toYaml $rules }}{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* `list` on the primaries of some extraFunctions, as a YAML list of rules: dict "functions" LIST. */}}
+{{- define "ripple.primaryListRules" -}}
+{{- $rules := list }}
+{{- range .functions }}
+{{- with .primary }}{{ $rules = append $rules (dict "apiGroups" (list .apiGroup) "resources" (list .resource) "verbs" (list "list")) }}{{ end }}
+{{- end }}
+{{- toYaml $rules }}
 {{- end }}
 
 {{/*
