@@ -29,9 +29,10 @@ command -v prometheus >/dev/null || [[ -n "${RIPPLE_NO_PROMETHEUS:-}" ]] || miss
 # The dashboard's browser tests drive Debian's Chromium headless (playwright-core, no browser download).
 command -v chromium >/dev/null || [[ -n "${RIPPLE_NO_BROWSER:-}" ]] || missing+=(chromium)
 # The real node (opt-in, RIPPLE_REAL_NODE=1; docs/operations.md): Debian's containerd, runc, CNI plugins and
-# iptables run it; mmdebstrap makes the base image's Debian rootfs.
+# iptables run it; mmdebstrap makes the base image's Debian rootfs; buildah builds Ripple's image from
+# infra/deploy/Dockerfile on it (`buildah bud --isolation chroot`, no daemon).
 if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
-  for c in containerd runc iptables mmdebstrap; do command -v "$c" >/dev/null || missing+=("$c"); done
+  for c in containerd runc iptables mmdebstrap buildah; do command -v "$c" >/dev/null || missing+=("$c"); done
   [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
 fi
 for extra in ${RIPPLE_EXTRA_PACKAGES:-}; do command -v "$extra" >/dev/null || missing+=("$extra"); done
@@ -54,9 +55,10 @@ if [[ -z "${RIPPLE_TEST_KUBECONFIG:-}" ]]; then
   bash infra/local-control-plane/build-helm.sh
   # KEDA's operator and metrics server, for the autoscaler's end-to-end test (autoscaler-keda-e2e).
   bash infra/local-control-plane/build-keda.sh
-  # The real node's CoreDNS and images (build.sh above built its kubelet and kube-proxy with RIPPLE_REAL_NODE=1).
+  # The real node's CoreDNS and images (build.sh above built its kubelet and kube-proxy with RIPPLE_REAL_NODE=1),
+  # Ripple's own among them (its node base, then the Dockerfile; each cached under a stamp of its inputs).
   if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
     bash infra/local-control-plane/build-coredns.sh
-    bash infra/images/build.sh pause modelserver
+    bash infra/images/build.sh pause modelserver ripple
   fi
 fi
