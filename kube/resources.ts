@@ -39,4 +39,6 @@ export const Resources = {
   variantAutoscaling: { group: 'llmd.ai', version: 'v1alpha1', kind: 'VariantAutoscaling', plural: 'variantautoscalings', namespaced: true },
   serviceMonitor: { group: 'monitoring.coreos.com', version: 'v1', kind: 'ServiceMonitor', plural: 'servicemonitors', namespaced: true },
   podGroup: { group: 'scheduling.volcano.sh', version: 'v1beta1', kind: 'PodGroup', plural: 'podgroups', namespaced: true },
+  horizontalPodAutoscaler: { group: 'autoscaling', version: 'v2', kind: 'HorizontalPodAutoscaler', plural: 'horizontalpodautoscalers', namespaced: true },
+  scaledObject: { group: 'keda.sh', version: 'v1alpha1', kind: 'ScaledObject', plural: 'scaledobjects', namespaced: true },
 } as const satisfies Record<string, ResourceRef>;

@@ -20,7 +20,9 @@ import { scaleToZeroPolicyFor } from './config/scale-to-zero-config.js';
 import type { StoredConfig } from './config/stored.js';
 import { withPrometheusSecrets, type PrometheusSecrets } from './config/stored-secrets.js';
 import { namespaceSaturation, refreshConfig } from './config-store.js';
-import { FUNCTION_NAME } from './keys.js';
+import { mergeAnnotatedVariants, type AnnotatedVariant } from './discovery/annotations.js';
+import { listAnnotatedVariants } from './discovery/list.js';
+import { annotatedVariantKey, FUNCTION_NAME, isAnnotatedKey } from './keys.js';
 import { mapBounded } from './bounded.js';
 import { listPerNamespace } from './per-namespace.js';
 import { prometheusClient, type PrometheusClient } from './prometheus/client.js';
@@ -33,7 +35,7 @@ import { gpuCapacityByType } from './saturation/inventory.js';
 import { cycleObservations } from './metrics/cycle-observations.js';
 import { COMPONENT, counterIncrement, ERROR_TYPE, histogramIncrements, OPERATOR_METRIC } from './metrics/operator-metrics.js';
 import { variantNameLabelValue } from './metrics/series.js';
-import { readAllDecisions, storeCycleDecisions, storeCycleRecord, storeOperatorMetrics, type CycleRecord } from './state.js';
+import { publishSeriesBatch, readAllDecisions, storeCycleDecisions, storeCycleRecord, storeOperatorMetrics, type CycleRecord } from './state.js';
 import { deploymentFacts, type DeploymentFacts } from './target/deployment-facts.js';
 import { targetKindOf } from './target/kinds.js';
 import { readScaledTarget } from './target/read.js';
@@ -134,8 +136,15 @@ async function cycle(ctx: HandlerContext, reason: string, started: number): Prom
   for (const p of problems) ctx.log.warn(p);
   const namespace = watchNamespace(ctx.env);
   const { valid, allKeys } = await listVariantAutoscalings(ctx, namespace);
-  // The VAs' namespaces: their namespace-local saturation ConfigMaps are read too.
-  const { config, prometheusSecrets } = await refreshConfig(ctx, names, valid.map((va) => va.metadata.namespace ?? ''));
+  // Variants found on annotated HPAs and ScaledObjects (current WVA's discovery), beside the VAs; a VA
+  // naming the same target wins (seed 003's resource stays the spec).
+  const merged = mergeAnnotatedVariants(valid, await listAnnotatedVariants(ctx, namespace));
+  for (const s of merged.shadowed) ctx.log.info({ scaler: `${s.variant.source.kind} ${s.variant.source.namespace}/${s.variant.source.name}`, by: s.by }, 'annotated scaler left out: its target is already autoscaled');
+  const annotated = new Map<string, AnnotatedVariant>(merged.variants.map((v) => [annotatedVariantKey(v.source.namespace, v.source.name, v.source.kind), v]));
+  const existingKeys = new Set([...allKeys, ...annotated.keys()]);
+  const all = [...valid.map((va) => ({ va, key: `${va.metadata.namespace ?? ''}/${va.metadata.name ?? ''}` })), ...[...annotated].map(([key, v]) => ({ va: v.va, key }))];
+  // The variants' namespaces: their namespace-local saturation ConfigMaps are read too.
+  const { config, prometheusSecrets } = await refreshConfig(ctx, names, all.map((v) => v.va.metadata.namespace ?? ''));
   const intervalMs = config.controller.globalOptIntervalMs;
   await ensureTickInterval(ctx, intervalMs);
   const apps = ctx.kc.makeApiClient(AppsV1Api);
@@ -144,7 +153,7 @@ async function cycle(ctx: HandlerContext, reason: string, started: number): Prom
   // Deployments of the namespaces that have VAs: one list each, not one read per VA. A namespace that
   // cannot be listed leaves its VAs out of this cycle (their last decisions stand) instead of
   // aborting the cycle for every model (issue 14 scenario 9).
-  const namespaces = [...new Set(valid.map((v) => v.metadata.namespace ?? ''))].sort();
+  const namespaces = [...new Set(all.map((v) => v.va.metadata.namespace ?? ''))].sort();
   const listed = await listPerNamespace(namespaces, async (namespace) => (await whileClaimed(`list Deployments in ${namespace}`, () => apps.listNamespacedDeployment({ namespace }))).items);
   const deployments = new Map<string, V1Deployment>();
   for (const [ns, items] of listed.items) for (const d of items) deployments.set(`${ns}/${d.metadata?.name ?? ''}`, d);
@@ -152,7 +161,7 @@ async function cycle(ctx: HandlerContext, reason: string, started: number): Prom
   // Targets of the other kinds (StatefulSet, LeaderWorkerSet, ModelServing): each read with its scale
   // subresource. One that cannot be read leaves its namespace out of the cycle, as a failed list does.
   const scaled = new Map<string, DeploymentFacts>();
-  const others = valid.filter((va) => va.spec.scaleTargetRef.kind !== 'Deployment' && !unreadable.has(va.metadata.namespace ?? ''));
+  const others = all.map((v) => v.va).filter((va) => va.spec.scaleTargetRef.kind !== 'Deployment' && !unreadable.has(va.metadata.namespace ?? ''));
   await mapBounded(others, POD_LIST_CONCURRENCY, async (va) => {
     const ns = va.metadata.namespace ?? '';
     const kind = targetKindOf(va.spec.scaleTargetRef);
@@ -170,14 +179,13 @@ async function cycle(ctx: HandlerContext, reason: string, started: number): Prom
     return d ? deploymentFacts(d) : undefined;
   };
   const { decisions: previous, keys: storedDecisionKeys } = await readAllDecisions(ctx.redis, ctx.prefix);
-  const candidates: VariantCandidate[] = valid
-    .filter((va) => !unreadable.has(va.metadata.namespace ?? ''))
-    .map((va) => {
-      const key = `${va.metadata.namespace ?? ''}/${va.metadata.name ?? ''}`;
+  const candidates: VariantCandidate[] = all
+    .filter(({ va }) => !unreadable.has(va.metadata.namespace ?? ''))
+    .map(({ va, key }) => {
       const p = previous.get(key);
-      return { va, deployment: targetOf(va.metadata.namespace ?? '', va.spec.scaleTargetRef), ...(p ? { previous: { desiredReplicas: p.desiredReplicas, targetUid: p.targetUid } } : {}) };
+      return { va, key, deployment: targetOf(va.metadata.namespace ?? '', va.spec.scaleTargetRef), ...(p ? { previous: { desiredReplicas: p.desiredReplicas, targetUid: p.targetUid } } : {}) };
     });
-  const targetByVa = new Map(candidates.map((c) => [`${c.va.metadata.namespace ?? ''}/${c.va.metadata.name ?? ''}`, c.deployment]));
+  const targetByVa = new Map(candidates.map((c) => [c.key ?? '', c.deployment]));
   const { groups, inactive: leftOut, atZero } = selectActiveVariants(candidates, names.controllerInstance !== undefined ? { controllerInstance: names.controllerInstance } : {});
 
   // Each target's pods by its own selector (a Deployment's spec.selector, another kind's scale
@@ -248,7 +256,9 @@ async function cycle(ctx: HandlerContext, reason: string, started: number): Prom
   const woken = new Set(fromZero.decisions.map((d) => d.key));
   const inactive = leftOut.filter((i) => !woken.has(i.key));
 
-  const forgotten = await storeCycleDecisions(ctx, decisions, new Set(allKeys), inactive, now.toISOString(), storedDecisionKeys);
+  const forgotten = await storeCycleDecisions(ctx, decisions, existingKeys, inactive, now.toISOString(), storedDecisionKeys);
+  // An annotated scaler's variant has no object of Ripple's to reconcile: its series are published here.
+  await publishAnnotated(ctx, annotated, decisions, previous);
 
   const record: CycleRecord = {
     at: now.toISOString(),
@@ -297,7 +307,7 @@ async function cycle(ctx: HandlerContext, reason: string, started: number): Prom
 
   // Every VA, valid or not: this is also the function's resync, so a missed event heals within one tick.
   const partial = reason === 'requeue' || reason === 'handler';
-  const visit = partial ? changedKeys(decisions, inactive, previous) : allKeys;
+  const visit = (partial ? changedKeys(decisions, inactive, previous) : allKeys).filter((k) => !isAnnotatedKey(k));
   for (const key of visit) await ctx.enqueue(FUNCTION_NAME, key);
 
   // A young Deployment whose pods do not report yet: look again soon rather than at the next tick.
@@ -310,6 +320,46 @@ async function cycle(ctx: HandlerContext, reason: string, started: number): Prom
   // A model at zero whose gateway is scraped: requests that arrive wait there, so look again soon
   // (WVA's scale-from-zero engine polls every 100 ms; a cycle is heavier, hence seconds).
   if (fromZero.watched && SCALE_FROM_ZERO_RECHECK_MS < intervalMs) return { requeueAfterMs: SCALE_FROM_ZERO_RECHECK_MS };
+}
+
+/**
+ * The series of the variants found on annotated HPAs and ScaledObjects, from this cycle's decisions (a
+ * VA's are published by its own reconcile), and an Event on the HPA or ScaledObject when its desired
+ * replicas changed, with upstream's reasons (ScaledUp, ScaledDown, ScaledToZero).
+ */
+async function publishAnnotated(
+  ctx: HandlerContext,
+  annotated: ReadonlyMap<string, AnnotatedVariant>,
+  decisions: readonly VariantDecision[],
+  previous: ReadonlyMap<string, VariantDecision>,
+): Promise<void> {
+  const mine = decisions.filter((d) => annotated.has(d.key));
+  await publishSeriesBatch(
+    ctx,
+    mine.map((d) => ({
+      vaKey: d.key,
+      record: { variantName: d.variantName, namespace: d.namespace, accelerator: d.accelerator, current: d.currentReplicas, desired: d.desiredReplicas, ...(d.validUntil !== undefined ? { validUntil: d.validUntil } : {}) },
+    })),
+  );
+  const events = mine.flatMap((d) => {
+    const found = annotated.get(d.key);
+    const source = found?.source;
+    if (source === undefined || d.action === 'no-change' || previous.get(d.key)?.desiredReplicas === d.desiredReplicas) return [];
+    const reason = d.action === 'scale-up' ? 'ScaledUp' : d.desiredReplicas === 0 ? 'ScaledToZero' : 'ScaledDown';
+    return [{
+      involvedObject: { apiVersion: source.apiVersion, kind: source.kind, namespace: source.namespace, name: source.name, ...(source.uid !== undefined ? { uid: source.uid } : {}) },
+      type: 'Normal' as const,
+      reason,
+      message: `desired ${d.desiredReplicas} replica(s) for ${found?.va.spec.scaleTargetRef.kind ?? 'Deployment'} ${d.variantName} (now ${d.currentReplicas}): ${d.reason}`.slice(0, 1024),
+      source: FUNCTION_NAME,
+    }];
+  });
+  if (events.length === 0) return;
+  try {
+    await ctx.events.emitAll(events);
+  } catch (err) {
+    ctx.log.warn({ err: String(err) }, 'could not queue the scaling Events of annotated scalers');
+  }
 }
 
 function pendingText(p: PendingRequests): string {

@@ -18,6 +18,27 @@ export function isSpecialKey(key: string): boolean {
   return key.startsWith('@');
 }
 
+/**
+ * The key of a variant found on an annotated HPA or ScaledObject (discovery/annotations.ts):
+ * `namespace/name@Kind`. No Kubernetes name contains `@`, so it never collides with a VA's key, and
+ * the queue never carries it (such a variant has no object of Ripple's to reconcile: the cycle
+ * publishes its series itself).
+ */
+export function annotatedVariantKey(namespace: string, name: string, kind: string): string {
+  return `${namespace}/${name}@${kind}`;
+}
+
+export function isAnnotatedKey(key: string): boolean {
+  return !isSpecialKey(key) && key.includes('@');
+}
+
+/** The variant's own name in a key: the VA's, or the HPA's / ScaledObject's. */
+export function variantNameOfKey(key: string): string {
+  const name = key.slice(key.indexOf('/') + 1);
+  const at = name.indexOf('@');
+  return at < 0 ? name : name.slice(0, at);
+}
+
 /** Redis keys, all under the host's prefix so tests and installs never share state. */
 export function stateKeys(prefix: string) {
   // A Redis Cluster hash tag: the per-VA hashes are written together (MULTI, the sweep's script), so one slot.

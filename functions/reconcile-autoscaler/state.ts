@@ -101,6 +101,12 @@ export async function publishSeries({ state, prefix }: StateIO, vaKey: string, r
   await state.write([{ command: 'HSET', key: stateKeys(prefix).series, args: [vaKey, JSON.stringify(seriesRecordSchema.parse(record))] }]);
 }
 
+/** Several variants' gauges at once (the annotated scalers' variants, which the cycle publishes itself). */
+export async function publishSeriesBatch({ state, prefix }: StateIO, entries: ReadonlyArray<{ vaKey: string; record: SeriesRecord }>): Promise<void> {
+  if (entries.length === 0) return;
+  await state.write(entries.map((e) => ({ command: 'HSET', key: stateKeys(prefix).series, args: [e.vaKey, JSON.stringify(seriesRecordSchema.parse(e.record))] })));
+}
+
 /** The target is gone (or the VA is): its decision and its series go, so nothing stale is exported or re-applied. */
 export async function forgetVariant({ state, prefix }: StateIO, vaKey: string): Promise<void> {
   const keys = stateKeys(prefix);

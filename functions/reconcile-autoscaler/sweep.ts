@@ -6,7 +6,7 @@
  */
 import type { SweepContext } from '../../runtime/function.js';
 import { runScript } from '../../queue/run-script.js';
-import { isSpecialKey, stateKeys } from './keys.js';
+import { isAnnotatedKey, isSpecialKey, stateKeys } from './keys.js';
 
 /**
  * The hashes keyed by VA (`namespace/name`) whose entries belong to that VA alone: its decision, its
@@ -34,7 +34,8 @@ export async function sweepVariantState(ctx: SweepContext): Promise<number> {
   const fields = await Promise.all(hashes.map((h) => ctx.redis.hkeys(h)));
   let removed = 0;
   for (const vaKey of new Set(fields.flat())) {
-    if (isSpecialKey(vaKey)) continue;
+    // An annotated HPA's or ScaledObject's variant is no VA: the cycle that no longer finds it forgets it.
+    if (isSpecialKey(vaKey) || isAnnotatedKey(vaKey)) continue;
     // Values first, liveness second, delete-if-unchanged last: see SweepContext.gone for why.
     const values = await Promise.all(hashes.map((h) => ctx.redis.hget(h, vaKey)));
     if (!(await ctx.gone(vaKey))) continue;

@@ -10,18 +10,24 @@
  * | ConfigMap (2)²  | yes    | yes                     | no     | `@config` (no VA)                   |
  * | ServiceMonitor  | yes¹   | only deletionTimestamp  | yes    | `@service-monitor/<uid>` (no VA)    |
  *
+ * | HPA, ScaledObject³ | managed | managed: annotations or spec changed | managed | `@optimize` (no VA) |
+ *
  * ¹ processed, nothing to do: a new ServiceMonitor needs no warning.
  * ² the controller and saturation ConfigMaps, under both generations of names (seed 003's and WVA's
  *   `wva-*` since v0.5.1), with the same predicate.
+ * ³ not in seed 003: current WVA's discovery without the CRD (discovery/annotations.ts). "Managed" is
+ *   `llm-d.ai/managed: "true"` on the old or the new object, so removing the annotation is seen; status
+ *   updates (an HPA writes its status at every sync) are blocked: they change no variant.
  */
 import { parseVariantAutoscaling } from '../../api/variantautoscaling.js';
 import { Resources } from '../../kube/resources.js';
 import type { Mapper, Trigger } from '../../runtime/function.js';
 import { mapToSelf } from '../../watcher/mappers.js';
-import { and, deletionStarted, objectMatches, onlyEvents, passes, type Predicate } from '../../watcher/predicates.js';
+import { and, annotationsChanged, deletionStarted, generationChanged, objectMatches, onlyEvents, passes, type Predicate } from '../../watcher/predicates.js';
 import { keepFields, ONLY_METADATA } from '../../watcher/projection.js';
 import { watchedConfigMapNames, type AutoscalerNames } from './config/names.js';
-import { CONFIG_KEY } from './keys.js';
+import { isManaged } from './discovery/annotations.js';
+import { CONFIG_KEY, OPTIMIZE_KEY } from './keys.js';
 import { belongsToInstance } from './saturation/active-variants.js';
 import { serviceMonitorKey } from './service-monitor.js';
 import { vasTargetingDeployment } from './target/resolve.js';
@@ -44,6 +50,16 @@ const serviceMonitorEvents: Predicate = {
   create: () => true,
   update: (e) => passes(deletionStarted, e),
   delete: () => true,
+  generic: () => false,
+};
+
+/** An annotated HPA or ScaledObject appeared, went, or changed what it says: a cycle now, not at the tick. */
+export const annotatedScalerEvents: Predicate = {
+  create: (e) => isManaged(e.object.metadata),
+  update: (e) =>
+    (isManaged(e.old.metadata) || isManaged(e.object.metadata)) &&
+    (passes(annotationsChanged, e) || passes(generationChanged, e) || passes(deletionStarted, e)),
+  delete: (e) => isManaged(e.object.metadata),
   generic: () => false,
 };
 
@@ -84,5 +100,8 @@ export function autoscalerTriggers(names: AutoscalerNames): Trigger[] {
       map: mapServiceMonitor,
       projection: ONLY_METADATA,
     },
+    { resource: Resources.horizontalPodAutoscaler, predicate: annotatedScalerEvents, map: () => [OPTIMIZE_KEY], projection: ONLY_METADATA },
+    // Watched only while KEDA's CRD is installed.
+    { resource: Resources.scaledObject, optional: true, predicate: annotatedScalerEvents, map: () => [OPTIMIZE_KEY], projection: ONLY_METADATA },
   ];
 }

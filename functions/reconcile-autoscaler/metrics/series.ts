@@ -3,6 +3,7 @@
  * one VA's series. The ops server owns the registry; this only says what to set or remove.
  */
 import type { VariantNameLabel } from '../config/names.js';
+import { variantNameOfKey } from '../keys.js';
 
 export const METRIC = {
   desiredReplicas: 'wva_desired_replicas',
@@ -76,9 +77,10 @@ export function replicaSeries(k: SeriesKey, current: number, desired: number): S
 
 /**
  * The `variant_name` of a VA's series. WVA writes the VariantAutoscaling's name since v0.5.1 (commit
- * 4cbe71f), so current HPA and ScaledObject samples select on it; WVA v0.5.0 wrote the scale target's
+ * 4cbe71f), so current HPA and ScaledObject samples select on it (for a variant found on an annotated
+ * HPA or ScaledObject, that object's name, as current WVA writes it); WVA v0.5.0 wrote the scale target's
  * name, which `VARIANT_NAME_LABEL=scale-target` keeps for selectors written then.
  */
 export function variantNameLabelValue(mode: VariantNameLabel, vaKey: string, scaleTargetName: string): string {
-  return mode === 'scale-target' ? scaleTargetName : vaKey.slice(vaKey.indexOf('/') + 1);
+  return mode === 'scale-target' ? scaleTargetName : variantNameOfKey(vaKey);
 }

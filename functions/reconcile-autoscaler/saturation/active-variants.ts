@@ -18,6 +18,8 @@ export const UNRESOLVED_ACCELERATOR = 'unresolved';
 
 export interface VariantCandidate {
   va: VariantAutoscaling;
+  /** The variant's key when it is not `namespace/name` (a variant found on an annotated HPA or ScaledObject). */
+  key?: string;
   /** The Deployment named by scaleTargetRef, undefined when it does not exist. */
   deployment: DeploymentFacts | undefined;
   /**
@@ -100,7 +102,7 @@ function accelerator(va: VariantAutoscaling, d: DeploymentFacts): Pick<ActiveVar
   return { accelerator: UNRESOLVED_ACCELERATOR, acceleratorSource: 'unresolved' };
 }
 
-const nameOf = (c: VariantCandidate) => `${c.va.metadata.namespace ?? ''}/${c.va.metadata.name ?? ''}`;
+const nameOf = (c: VariantCandidate) => c.key ?? `${c.va.metadata.namespace ?? ''}/${c.va.metadata.name ?? ''}`;
 
 export function selectActiveVariants(
   candidates: readonly VariantCandidate[],
