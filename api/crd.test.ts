@@ -30,6 +30,33 @@ function assertStructural(node: JSONSchemaProps, path = ''): void {
   if (node.additionalProperties) assertStructural(node.additionalProperties, `${path}.*`);
 }
 
+describe('the LeaderWorkerSet CRD (shaped from sigs.k8s.io/lws v1)', () => {
+  const crd = parse(renderCrds().get('leaderworkerset.yaml') ?? '') as ReturnType<typeof generateCrd>;
+  const version = crd.spec.versions[0];
+  const root = version?.schema.openAPIV3Schema as JSONSchemaProps;
+  const lwt = root.properties?.spec?.properties?.leaderWorkerTemplate as JSONSchemaProps;
+
+  it("has LWS's names, scale subresource and printer columns", () => {
+    expect(crd.metadata.name).toBe('leaderworkersets.leaderworkerset.x-k8s.io');
+    expect(crd.spec.names).toMatchObject({ kind: 'LeaderWorkerSet', plural: 'leaderworkersets', shortNames: ['lws'] });
+    expect(version?.name).toBe('v1');
+    expect(version?.subresources?.scale).toEqual({ specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.hpaPodSelector' });
+    expect(version?.additionalPrinterColumns?.map((c) => c.name)).toEqual(['Ready', 'Desired', 'Up-to-date', 'Age']);
+  });
+
+  it('is structural, with the PodSpec schema in both templates and LWS defaults', () => {
+    assertStructural(root);
+    expect(lwt.required).toEqual(['workerTemplate']);
+    for (const which of ['leaderTemplate', 'workerTemplate']) {
+      const podSpec = lwt.properties?.[which]?.properties?.spec as JSONSchemaProps;
+      expect(podSpec.properties?.containers?.['x-kubernetes-list-map-keys']).toEqual(['name']);
+    }
+    expect(lwt.properties?.size).toMatchObject({ default: 1, minimum: 1 });
+    expect(lwt.properties?.restartPolicy?.default).toBe('RecreateGroupOnPodRestart');
+    expect(root.properties?.spec?.properties?.startupPolicy?.default).toBe('LeaderCreated');
+  });
+});
+
 describe('the ModelServing CRD', () => {
   const crd = parse(renderCrds().get('modelserving.yaml') ?? '') as ReturnType<typeof generateCrd>;
   const version = crd.spec.versions[0];

@@ -9,11 +9,13 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { crdToYaml, generateCrd, type CrdOptions } from './crd.js';
+import { LEADER_WORKER_SET_CRD } from './leaderworkerset.js';
 import { MODEL_SERVING_CRD } from './modelserving.js';
 import { VARIANT_AUTOSCALING_CRD } from './variantautoscaling.js';
 
 /** file name under infra/crds → [CRD options, schema source shown in the header]. */
 export const CRDS: Record<string, [CrdOptions, string]> = {
+  'leaderworkerset.yaml': [LEADER_WORKER_SET_CRD, 'api/leaderworkerset.ts'],
   'modelserving.yaml': [MODEL_SERVING_CRD, 'api/modelserving.ts'],
   'variantautoscaling.yaml': [VARIANT_AUTOSCALING_CRD, 'api/variantautoscaling.ts'],
 };

@@ -27,6 +27,8 @@ import { FOREIGN_RECHECK_MS, foreignName, planModelServing } from './plan/plan.j
 import type { RoleTransition } from './plan/role-status.js';
 import { roleStore, snapshotsEqual } from './role-store.js';
 import { holdBackMs } from './status-coalesce.js';
+import { lwsOwnerOf, lwsStatusFrom, LWS_SPEC_HASH_ANNOTATION, shadowModelServing } from './lws/shadow.js';
+import { applyShadow, readLeaderWorkerSet, writeLwsStatus } from './lws/sync.js';
 import { invalidSpecStatus, SERVING_GROUPS_CHILD, unifiedStatus, type PreviousState, type UnifiedStatus } from './unified-status.js';
 import type { ClassifiedError } from '../../status/engine.js';
 
@@ -206,6 +208,13 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
   ]);
   const state = await readState(ctx, config, cluster, namespace, req.name, marks);
   if (state.gone) {
+    // A LeaderWorkerSet of this name is served through a ModelServing of its name (lws/): create it.
+    const lws = await readLeaderWorkerSet(ctx.kc, namespace, req.name);
+    if (lws && !lws.metadata.deletionTimestamp) {
+      await applyShadow(ctx.kc, namespace, req.name, shadowModelServing(lws));
+      ctx.log.info({ leaderWorkerSet: req.name }, 'created the ModelServing that serves a LeaderWorkerSet');
+      return;
+    }
     // Gone: its children go with their owner references; only the datastore entries are ours to drop.
     peekChildrenCache(ctx.kc, namespace)?.forget(req.name);
     await Promise.all([store.remove(), marksStore.remove(), refusedUid === null ? undefined : dying.forget()]);
@@ -228,6 +237,21 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     if (obj.metadata.resourceVersion !== read.metadata.resourceVersion) written.note('modelservings', obj.metadata.resourceVersion);
     // Deleting: an opted-in ModelServing holds its deletion until its pods went through the lifecycle.
     if (obj.metadata.deletionTimestamp) return drainStep(ctx, config, obj);
+    // The shadow of a LeaderWorkerSet follows it before anything else, whatever its own spec says now; its
+    // own event (a new generation) brings the reconcile that plans from the new spec.
+    const lwsOwner = lwsOwnerOf(obj.metadata);
+    const lws = lwsOwner ? await readLeaderWorkerSet(ctx.kc, namespace, lwsOwner.name) : undefined;
+    const servesLws = lws !== undefined && lws.metadata.uid === lwsOwner?.uid && !lws.metadata.deletionTimestamp;
+    if (servesLws) {
+      const shadow = shadowModelServing(lws);
+      if (obj.metadata.annotations?.[LWS_SPEC_HASH_ANNOTATION] !== shadow.hash) {
+        const rv = await applyShadow(ctx.kc, namespace, req.name, shadow);
+        if (rv === undefined) written.noteUnknown();
+        else written.note('modelservings', rv);
+        ctx.log.info({ leaderWorkerSet: lws.metadata.name }, 'updated the ModelServing from its LeaderWorkerSet');
+        return;
+      }
+    }
     const parsed = parsedOf(raw);
     if (!parsed.ok) return rejectSpec(ctx, obj, parsed.errors, marked);
     const ms = parsed.value;
@@ -334,9 +358,12 @@ export const reconcile: Handler = async (req, ctx): Promise<ReconcileResult | vo
     const taken = applied.taken.map((a) => takenBy(a));
     if (taken.length > 0) ctx.log.warn({ taken: taken.map((t) => t.message) }, 'names held by objects this ModelServing does not own');
     const blocked = [...plan.blocked, ...taken];
+    const lwsStatus = servesLws ? lwsStatusFrom(lws, plan.status) : undefined;
     const [statusWritten] = await Promise.all([
       writeUnified(ctx, obj, unifiedStatus(plan.status, plan.problems, children.pods, blocked, previousState(ms)), marked),
       recordRoles(),
+      // The LeaderWorkerSet's status, backfilled from the same plan (Kthena's updateLWSStatus).
+      lws && lwsStatus ? writeLwsStatus(ctx.kc, lws, lwsStatus) : undefined,
     ]);
     const requeueAfterMs = earliest(
       plan.requeueAfterSeconds === undefined ? undefined : plan.requeueAfterSeconds * 1000,
