@@ -136,7 +136,7 @@ ripple_image() {
   if [[ -n "${NODE_EXTRA_CA_CERTS:-}" && -r "$NODE_EXTRA_CA_CERTS" ]]; then
     ca=(-v "$NODE_EXTRA_CA_CERTS:/ca.crt:ro" --build-arg NODE_EXTRA_CA_CERTS=/ca.crt)
   fi
-  (cd "$root" && "${bh[@]}" bud --isolation chroot --pull=never --layers "${ca[@]}" \
+  (cd "$root" && "${bh[@]}" bud --isolation chroot --pull=never --layers --force-rm "${ca[@]}" \
     -f infra/deploy/Dockerfile --ignorefile "$ignore" -t "$image" .) > "$store/build.log" 2>&1 ||
     { tail -n 40 "$store/build.log" >&2; echo "images: buildah bud failed; the whole log is $store/build.log" >&2; exit 1; }
   # An OCI layout whose index names the image in io.containerd.image.name too: `ctr images import` ignores a
