@@ -6,13 +6,9 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-
-/** The checkout (run from sources) and, compiled, the directory above dist/: where the files may be. */
-const here = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BASES = [here, path.dirname(here)];
+import { packageRoot } from '../../runtime/package-root.js';
 /** Relative to the repository (and the image's /app): where the chart's roles come from. */
 export const RBAC_DIR = 'infra/deploy/rbac';
 const ALL_IN_ONE = 'infra/deploy/components/all-in-one/rbac.yaml';
@@ -40,7 +36,7 @@ export class RbacFilesMissingError extends Error {
 }
 
 /** Every ServiceAccount, role and binding in Ripple's RBAC files (I/O: reads them from the checkout or the image). */
-export function loadRippleRbac(bases: readonly string[] = BASES): RbacObject[] {
+export function loadRippleRbac(bases: readonly string[] = [packageRoot(import.meta.url)]): RbacObject[] {
   const base = bases.find((b) => existsSync(path.join(b, RBAC_DIR)) && existsSync(path.join(b, ALL_IN_ONE)));
   if (base === undefined) throw new RbacFilesMissingError(`Ripple's RBAC files (${RBAC_DIR}, ${ALL_IN_ONE}) are not beside this installation (looked in ${bases.join(', ')})`);
   const files: string[] = [];
