@@ -39,6 +39,7 @@ const RoleRecordSchema = z.object({
   revision: z.string(),
   templateHash: z.string(),
   restarts: z.record(z.string(), z.int().nonnegative()).optional(),
+  disruptedSince: z.number().optional(),
 });
 
 const GroupRecordSchema = z.object({

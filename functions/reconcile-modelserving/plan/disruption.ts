@@ -9,7 +9,9 @@
  * group opens until it is back. The least recently touched groups open first: one a drain has moved comes
  * back with a new pod, so the budget passes to a group the drain still needs. A drain (the Eviction API) therefore never takes the ModelServing below
  * `replicas - maxUnavailable` available groups; a drain that would needs the groups to come back elsewhere
- * first, and `kubectl drain` retries until they have.
+ * first, and `kubectl drain` retries until they have. The recovery of an evicted group waits for the drain to
+ * take the rest of it (recovery.ts `EVICTION_SETTLE_MS`): replaced under the same names, its pods would be
+ * what the drain's retries by name hit, on another node, once the group is back and closed.
  */
 import type { ModelServing } from '../../../api/modelserving.js';
 import type { ResourceRef } from '../../../kube/resources.js';

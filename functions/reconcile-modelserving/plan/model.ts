@@ -23,6 +23,8 @@ export interface WorkInstance {
   outdated: boolean;
   deleting: boolean;
   createdNow: boolean;
+  /** Eviction protection: disrupted and left to the evictor for now (recovery.ts EVICTION_SETTLE_MS): not refilled. */
+  settling?: boolean;
 }
 
 export interface WorkGroup {

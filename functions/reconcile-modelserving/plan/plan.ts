@@ -29,7 +29,7 @@ import { indexPods, versionOf, type PodIndex } from './observed.js';
 import { ownershipOf } from './owner.js';
 import { resolveMaxSurge, resolveMaxUnavailable, resolvePartition, revisionForNewGroup, roleTemplateForNewInstance } from './partition.js';
 import { desiredPod } from './pod.js';
-import { groupLostInstance, instanceHealth, judgeFailed, recoveryFor, restartMemory } from './recovery.js';
+import { disruptedOnly, EVICTION_SETTLE_MS, groupLostInstance, instanceHealth, judgeFailed, recoveryFor, restartMemory } from './recovery.js';
 import { controllerRevisionFor, indexRevisions, revisionsEquivalentTo, roleTemplateHash, updateRevisionOf } from './revision.js';
 import { selectForReplacement, selectRoleInstancesForReplacement } from './rolling-update.js';
 import { roleKey, roleStateOf, roleTransitions, type GroupState, type RoleStatusSnapshot, type RoleTransition } from './role-status.js';
@@ -104,6 +104,8 @@ interface Ctx {
   groups: Map<number, WorkGroup>;
   /** Role instances found broken (failed or lost pods) by this reconcile. */
   failed: Set<string>;
+  /** Eviction protection: role instances disrupted, and since when (RoleRecord.disruptedSince). */
+  disruptedSince: Map<string, number>;
   deletes: Action[];
   creates: Action[];
   warnings: string[];
@@ -139,6 +141,7 @@ export function planModelServing(input: ObservedState): Plan {
     idx: indexPods(ms, input.pods),
     groups: new Map(),
     failed: new Set(),
+    disruptedSince: new Map(),
     deletes: [],
     creates: [],
     warnings: unreadable.map((n) => `ControllerRevision ${n} does not hold roles and is ignored`),
@@ -273,10 +276,21 @@ function recover(ctx: Ctx, previous: RoleStatusSnapshot | undefined): void {
         expectedPods(inst),
         grace,
         ctx.now,
-        prev,
+        // A disrupted instance was Running when it was disrupted: its missing pods still count once its window ends.
+        prevRecord?.disruptedSince !== undefined ? 'Running' : prev,
       );
       if (health.recheckAt !== undefined) ctx.requeueAt.push(health.recheckAt);
       if (health.broken) ctx.failed.add(roleKey(group.name, inst.roleId));
+      // Eviction protection: a disrupted instance is left to the evictor for a while (EVICTION_SETTLE_MS).
+      const key = roleKey(group.name, inst.roleId);
+      const since = evictionProtected(ctx.ms) && (disruptedOnly(health) || (!health.broken && prev !== 'Running')) ? prevRecord?.disruptedSince ?? (health.broken ? ctx.now : undefined) : undefined;
+      if (since !== undefined) ctx.disruptedSince.set(key, since);
+      if (since !== undefined && health.broken && ctx.now < since + EVICTION_SETTLE_MS) {
+        // Neither replaced nor refilled: a pod created now under an evicted pod's name is what the drain retries.
+        inst.settling = true;
+        ctx.requeueAt.push(since + EVICTION_SETTLE_MS);
+        continue;
+      }
       const action = recoveryFor(policy, health);
       if (action.kind === 'recreateGroup') recreateGroup = health.reasons.join('; ');
       else if (action.kind === 'recreateInstance') deleteInstance(ctx, group, inst, `recreate role (${health.reasons.join('; ')})`);
@@ -386,7 +400,7 @@ function syncRoles(ctx: Ctx, maxCreates: number): void {
       let byIndex = group.instances.get(role.name);
       if (!byIndex) group.instances.set(role.name, (byIndex = new Map()));
       for (const inst of byIndex.values()) {
-        if (!inst.deleting) createPods(ctx, group, inst, 'recreate missing pod');
+        if (!inst.deleting && !inst.settling) createPods(ctx, group, inst, 'recreate missing pod');
       }
       const partition = rolePartitionOf(ctx, role);
       const surge = planSurge(
@@ -715,6 +729,8 @@ function roleStatusOf(ctx: Ctx, previous: RoleStatusSnapshot | undefined): { sna
       };
       const restarts = restartMemory(inst.pods, previous?.roles[key]?.restarts);
       if (restarts) snapshot.roles[key].restarts = restarts;
+      const disrupted = ctx.disruptedSince.get(key);
+      if (disrupted !== undefined && !instanceRunning(inst)) snapshot.roles[key].disruptedSince = disrupted;
     }
   }
   return { snapshot, createdNow };

@@ -80,6 +80,22 @@ export function restartMemory(pods: readonly PodFacts[], previous: Readonly<Reco
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
+/**
+ * How long an eviction-protected instance that lost pods without any failing is left alone before
+ * `RoleRecreate`/`ServingGroupRecreate` deletes the rest of it (kubectl drain retries a refused eviction
+ * every 5 s). A drain evicts a pod by name and retries that name until it is evicted or gone: when the
+ * function deletes an evicted pod's siblings and recreates them under the same names on another node
+ * before the drain's next retry, the retry hits the replacement, whose group is back and closed by its
+ * PodDisruptionBudget, and the drain never ends. Left alone, the siblings are evicted by the drain too (a
+ * group that is down is open), and only then replaced.
+ */
+export const EVICTION_SETTLE_MS = 10_000;
+
+/** Whether a broken instance was only disrupted (pods gone or terminating, none failed): what a drain does. */
+export function disruptedOnly(health: InstanceHealth): boolean {
+  return health.broken && health.failedPods.length === 0;
+}
+
 export type RecoveryAction =
   | { kind: 'none' }
   | { kind: 'deletePods'; pods: PodFacts[] }

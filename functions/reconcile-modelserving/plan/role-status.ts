@@ -22,6 +22,11 @@ export interface RoleRecord {
    * the same memory per pod UID). Only pods that exist and restarted are kept.
    */
   restarts?: Record<string, number>;
+  /**
+   * Eviction protection: when the instance was first seen disrupted (pods gone or terminating, none failed),
+   * epoch ms; kept until it runs again, so its recovery waits `EVICTION_SETTLE_MS` from then (recovery.ts).
+   */
+  disruptedSince?: number;
 }
 
 export interface GroupRecord {
