@@ -223,7 +223,8 @@ clusterDNS: ["$REAL_NODE_DNS_IP"]
 clusterDomain: cluster.local
 resolvConf: $nd/resolv.conf
 podLogsDir: $nd/pod-logs
-maxPods: 30
+# Ripple in scaled mode is 8 pods; the tests add their ModelServings' on top.
+maxPods: 110
 registerWithTaints: [{key: $REAL_NODE_TAINT_KEY, value: "true", effect: NoSchedule}]
 KUBELET
 say "starting kubelet"

@@ -104,7 +104,8 @@ wait_for etcd 30 curl -fsS "http://127.0.0.1:$p_etcd/health"
 # NodeRestriction as on a real cluster (kubeadm enables it): what a kubelet's identity may write is limited, and
 # ops-lifecycle's webhook must leave a kubelet's pods/status writes alone or they are refused. KWOK manages only the
 # nodes annotated below, so a test can own a node and act as its kubelet (impersonating system:node:<name>).
-# It listens on loopback only, but advertises the real node's bridge address: that is the endpoint of the
+# It listens on loopback only, but advertises the real node's bridge address (and reaches the real node's kubelet
+# for logs and exec by its InternalIP: no DNS here resolves the node's name): that is the endpoint of the
 # `kubernetes` Service, the address a pod's in-cluster client reaches through kube-proxy, and node-up.sh forwards
 # it to loopback. Without a real node no pod runs a container, so nothing dials it.
 # shellcheck source=node.env
@@ -117,6 +118,7 @@ launch kube-apiserver "$bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$p_
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
   --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
+  --kubelet-preferred-address-types InternalIP,Hostname \
   --requestheader-client-ca-file "$dir/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
   --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
   --requestheader-extra-headers-prefix X-Remote-Extra- \
