@@ -16,6 +16,7 @@ import { whileClaimed } from '../../runtime/reconcile-scope.js';
 import { effectivePrometheusSettings } from './config/controller-config.js';
 import { describeIssue } from './config/issues.js';
 import { autoscalerNames, type AutoscalerNames } from './config/names.js';
+import { saturationThresholdsFor, V2_ANALYZER_NAME } from './config/saturation-config.js';
 import { scaleToZeroPolicyFor } from './config/scale-to-zero-config.js';
 import type { StoredConfig } from './config/stored.js';
 import { withPrometheusSecrets, type PrometheusSecrets } from './config/stored-secrets.js';
@@ -218,7 +219,8 @@ async function cycle(ctx: HandlerContext, reason: string, started: number): Prom
   const policyFor = (modelID: string, ns: string) => scaleToZeroPolicyFor(config.scaleToZero, modelID, ns, config.controller.scaleToZero);
   const inputs: Record<string, GroupInputs> = {};
   await mapBounded(groups, PROMETHEUS_CONCURRENCY, async (g) => {
-    inputs[g.key] = await collectGroupInputs(prometheus, g, podVariantByNs.get(g.namespace) ?? new Map(), policyFor(g.modelID, g.namespace), config.controller.metricsFreshness);
+    const v2 = saturationThresholdsFor(namespaceSaturation(config)[g.namespace] ?? config.saturation, g.modelID, g.namespace).thresholds.analyzerName === V2_ANALYZER_NAME;
+    inputs[g.key] = await collectGroupInputs(prometheus, g, podVariantByNs.get(g.namespace) ?? new Map(), policyFor(g.modelID, g.namespace), config.controller.metricsFreshness, v2);
   });
 
   let gpuCapacity: Record<string, number> | undefined;
@@ -292,7 +294,7 @@ async function cycle(ctx: HandlerContext, reason: string, started: number): Prom
     decisions,
     podVariantByNs,
     config: {
-      analyzerName: '',
+      analyzerName: config.saturation.default.analyzerName,
       limiterEnabled: config.saturation.default.enableLimiter,
       scaleToZeroEnabled: config.controller.scaleToZero,
       kvSpareTrigger: config.saturation.default.kvSpareTrigger,

@@ -155,7 +155,16 @@ export const cycleRecordSchema = z.object({
   models: z.array(
     z.object({
       key: z.string(),
-      thresholds: z.object({ kvCacheThreshold: z.number(), queueLengthThreshold: z.number(), kvSpareTrigger: z.number(), queueSpareTrigger: z.number(), enableLimiter: z.boolean() }),
+      thresholds: z.object({
+        kvCacheThreshold: z.number(),
+        queueLengthThreshold: z.number(),
+        kvSpareTrigger: z.number(),
+        queueSpareTrigger: z.number(),
+        enableLimiter: z.boolean(),
+        analyzerName: z.string().optional(),
+        scaleUpThreshold: z.number().optional(),
+        scaleDownBoundary: z.number().optional(),
+      }),
       overrideKey: z.string().optional(),
       inTransition: z.boolean(),
       step: z.object({ kind: z.string(), variantName: z.string().optional(), reason: z.string() }).optional(),

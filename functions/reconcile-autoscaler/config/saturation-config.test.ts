@@ -19,7 +19,7 @@ describe('parseSaturationConfig', () => {
     const { config, issues } = parseSaturationConfig({ default: DEFAULT_DOC, 'granite-override': GRANITE });
     expect(issues).toEqual([]);
     expect(config.defaultSource).toBe('configmap');
-    expect(config.default).toEqual({ kvCacheThreshold: 0.8, queueLengthThreshold: 5, kvSpareTrigger: 0.1, queueSpareTrigger: 3, enableLimiter: false });
+    expect(config.default).toEqual({ kvCacheThreshold: 0.8, queueLengthThreshold: 5, kvSpareTrigger: 0.1, queueSpareTrigger: 3, enableLimiter: false, analyzerName: '', scaleUpThreshold: 0.85, scaleDownBoundary: 0.7 });
     expect(config.overrides).toEqual([
       { key: 'granite-override', modelID: 'ibm/granite-13b', namespace: 'lab-namespace', thresholds: { ...config.default, kvCacheThreshold: 0.75 } },
     ]);
@@ -29,7 +29,7 @@ describe('parseSaturationConfig', () => {
     expect(parseSaturationConfig(undefined).config.default).toEqual(BUILT_IN_SATURATION_THRESHOLDS);
     const { config } = parseSaturationConfig({ 'granite-override': GRANITE });
     expect(config.defaultSource).toBe('built-in');
-    expect(config.default).toEqual({ kvCacheThreshold: 0.8, queueLengthThreshold: 5, kvSpareTrigger: 0.1, queueSpareTrigger: 3, enableLimiter: false });
+    expect(config.default).toEqual({ kvCacheThreshold: 0.8, queueLengthThreshold: 5, kvSpareTrigger: 0.1, queueSpareTrigger: 3, enableLimiter: false, analyzerName: '', scaleUpThreshold: 0.85, scaleDownBoundary: 0.7 });
     expect(config.overrides[0]?.thresholds.kvCacheThreshold).toBe(0.75);
   });
 
@@ -107,9 +107,9 @@ describe('parseSaturationConfig', () => {
     expect(issues[0]).toMatchObject({ key: 'b', message: 'model_id m in namespace ns is already overridden by key a' });
   });
 
-  it('warns about unknown fields but keeps the entry; accepts the later analyzer keys silently', () => {
-    const { config, issues } = parseSaturationConfig({ default: 'kvCacheThreshhold: 0.9\nscaleUpThreshold: 0.85\nscaleDownBoundary: 0.7\nanalyzerName: saturation' });
-    expect(config.default).toEqual(BUILT_IN_SATURATION_THRESHOLDS);
+  it("warns about unknown fields but keeps the entry; reads Saturation V2's keys (issue 31 item 6)", () => {
+    const { config, issues } = parseSaturationConfig({ default: 'kvCacheThreshhold: 0.9\nscaleUpThreshold: 0.9\nscaleDownBoundary: 0.6\nanalyzerName: saturation' });
+    expect(config.default).toEqual({ ...BUILT_IN_SATURATION_THRESHOLDS, analyzerName: 'saturation', scaleUpThreshold: 0.9, scaleDownBoundary: 0.6 });
     expect(issues).toEqual([
       { configMap: 'saturation-scaling-config', key: 'default', severity: 'warning', message: 'unknown field(s) ignored: kvCacheThreshhold', fallback: 'none' },
     ]);
@@ -125,7 +125,7 @@ describe('saturationThresholdsFor (per-model overrides)', () => {
 
   it('applies the override to its model in its namespace only', () => {
     expect(saturationThresholdsFor(config, 'ibm/granite-13b', 'lab-namespace')).toEqual({
-      thresholds: { kvCacheThreshold: 0.75, queueLengthThreshold: 5, kvSpareTrigger: 0.1, queueSpareTrigger: 3, enableLimiter: false },
+      thresholds: { kvCacheThreshold: 0.75, queueLengthThreshold: 5, kvSpareTrigger: 0.1, queueSpareTrigger: 3, enableLimiter: false, analyzerName: '', scaleUpThreshold: 0.85, scaleDownBoundary: 0.7 },
       overrideKey: 'granite-override',
     });
     expect(saturationThresholdsFor(config, 'ibm/granite-13b', 'other').thresholds).toEqual(config.default);

@@ -23,7 +23,16 @@ export interface SaturationThresholds {
   queueSpareTrigger: number;
   /** Cap scale-ups by free GPUs. Read from the `default` entry only: the GPU pool is shared. */
   enableLimiter: boolean;
+  /** `saturation` selects Saturation V2 (saturation/v2.ts), as upstream; empty: V1 (seed 003's analyzer). */
+  analyzerName: string;
+  /** V2: scale up when token demand exceeds this fraction of the anticipated supply. */
+  scaleUpThreshold: number;
+  /** V2: scale down while token demand stays below this fraction of the supply left. */
+  scaleDownBoundary: number;
 }
+
+/** The analyzerName that selects Saturation V2 (upstream's IsV2). */
+export const V2_ANALYZER_NAME = 'saturation';
 
 export const BUILT_IN_SATURATION_THRESHOLDS: Readonly<SaturationThresholds> = Object.freeze({
   kvCacheThreshold: 0.8,
@@ -31,6 +40,9 @@ export const BUILT_IN_SATURATION_THRESHOLDS: Readonly<SaturationThresholds> = Ob
   kvSpareTrigger: 0.1,
   queueSpareTrigger: 3,
   enableLimiter: false,
+  analyzerName: '',
+  scaleUpThreshold: 0.85,
+  scaleDownBoundary: 0.7,
 });
 
 export const DEFAULT_ENTRY_KEY = 'default';
@@ -50,8 +62,8 @@ export const saturationEntrySchema = z.object({
   kvSpareTrigger: fraction('kvSpareTrigger').optional(),
   queueSpareTrigger: nonNegative('queueSpareTrigger').optional(),
   enableLimiter: z.boolean({ error: 'enableLimiter must be true or false' }).optional(),
-  // Keys of WVA's later analyzer; accepted so newer ConfigMaps load, not used.
-  analyzerName: z.string().optional(),
+  // Saturation V2 (WVA since v0.9.0): `analyzerName: saturation` selects it; its two thresholds.
+  analyzerName: z.string({ error: 'analyzerName must be a string ("saturation" for V2, empty for V1)' }).optional(),
   scaleUpThreshold: upToOne('scaleUpThreshold').optional(),
   scaleDownBoundary: upToOne('scaleDownBoundary').optional(),
 });
@@ -88,6 +100,9 @@ function merge(base: SaturationThresholds, e: SaturationEntry): SaturationThresh
     kvSpareTrigger: e.kvSpareTrigger ?? base.kvSpareTrigger,
     queueSpareTrigger: e.queueSpareTrigger ?? base.queueSpareTrigger,
     enableLimiter: e.enableLimiter ?? base.enableLimiter,
+    analyzerName: e.analyzerName ?? base.analyzerName,
+    scaleUpThreshold: e.scaleUpThreshold ?? base.scaleUpThreshold,
+    scaleDownBoundary: e.scaleDownBoundary ?? base.scaleDownBoundary,
   };
 }
 
@@ -117,6 +132,9 @@ function checkEntry(key: string, entry: SaturationEntry, base: SaturationThresho
     }
   }
   const t = merge(base, entry);
+  if (t.analyzerName !== '' && t.analyzerName !== V2_ANALYZER_NAME) {
+    return `analyzerName must be "${V2_ANALYZER_NAME}" (Saturation V2) or empty (V1), not ${JSON.stringify(t.analyzerName)}`;
+  }
   if (t.kvCacheThreshold < t.kvSpareTrigger) {
     return `kvCacheThreshold (${t.kvCacheThreshold}) must be at least kvSpareTrigger (${t.kvSpareTrigger})`;
   }

@@ -41,6 +41,10 @@ const thresholdsSchema = z.object({
   kvSpareTrigger: z.number(),
   queueSpareTrigger: z.number(),
   enableLimiter: z.boolean(),
+  // Stored before Saturation V2: V1 and upstream's V2 defaults.
+  analyzerName: z.string().default(''),
+  scaleUpThreshold: z.number().default(0.85),
+  scaleDownBoundary: z.number().default(0.7),
 });
 
 const saturationConfigSetSchema = z.object({

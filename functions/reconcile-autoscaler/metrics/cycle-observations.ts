@@ -71,7 +71,18 @@ export function cycleObservations(input: CycleObservationInput): { gauges: Opera
         freshness['stale'] = stale;
         freshness['missing'] = Math.max(0, listed - pods.length - stale);
         const analysis = model?.analysis;
-        if (pods.length > 0 && analysis !== undefined) {
+        const v2 = model?.v2?.variants.find((c) => c.variantName === v.variantName);
+        if (model?.v2 !== undefined && v2 !== undefined && v2.perReplicaCapacity > 0) {
+          // Saturation V2: token demand over token supply, and the model's token signals.
+          saturation = {
+            utilization: v2.utilization,
+            spare: model.v2.spareCapacity,
+            required: model.v2.requiredCapacity,
+            unit: UNIT.continuous,
+            kvTokensUsed: v2.kvTokensUsed,
+            kvTokensCapacity: v2.kvTokensCapacity,
+          };
+        } else if (pods.length > 0 && analysis !== undefined) {
           saturation = {
             utilization: pods.reduce((a, p) => a + p.kvCacheUsage, 0) / pods.length,
             spare: analysis.avgSpareKv,

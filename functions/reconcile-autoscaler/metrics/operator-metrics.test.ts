@@ -82,7 +82,7 @@ describe('cycleObservations', () => {
           collection: { seconds: 0.02, queryTypes: ['kv_cache', 'queue_length'] },
         },
       },
-      models: [{ key: 'm|ns', thresholds: { kvCacheThreshold: 0.8, queueLengthThreshold: 5, kvSpareTrigger: 0.1, queueSpareTrigger: 3, enableLimiter: true }, inTransition: false, analysis: { totalReplicas: 2, nonSaturatedCount: 2, avgSpareKv: 0.3, avgSpareQueue: 5, shouldScaleUp: true, scaleDownSafe: false, variants: [] } }],
+      models: [{ key: 'm|ns', thresholds: { kvCacheThreshold: 0.8, queueLengthThreshold: 5, kvSpareTrigger: 0.1, queueSpareTrigger: 3, enableLimiter: true, analyzerName: '', scaleUpThreshold: 0.85, scaleDownBoundary: 0.7 }, inTransition: false, analysis: { totalReplicas: 2, nonSaturatedCount: 2, avgSpareKv: 0.3, avgSpareQueue: 5, shouldScaleUp: true, scaleDownSafe: false, variants: [] } }],
       decisions: [decision('a', { limited: true }), decision('b', { source: 'minimum-replica' })],
     });
     expect(gauges.modelsProcessed).toBe(1);

@@ -22,26 +22,33 @@ export async function collectGroupInputs(
   podVariant: ReadonlyMap<string, string>,
   scaleToZero: ScaleToZeroPolicy,
   freshness?: { freshThresholdMs: number; unavailableThresholdMs: number },
+  /** The model is analysed by Saturation V2: its pods' KV-cache sizes are read too. */
+  v2 = false,
 ): Promise<GroupInputs> {
   if ('unavailable' in prometheus) return { metrics: { status: 'error', message: prometheus.unavailable } };
-  const q = modelQueries({ namespace: group.namespace, modelID: group.modelID }, scaleToZero, freshness);
+  const q = modelQueries({ namespace: group.namespace, modelID: group.modelID }, scaleToZero, freshness, v2);
   const started = performance.now();
   const queryTypes = collectedQueryTypes(q.requestCount !== undefined);
   const timed = (errorReason?: string) => ({ seconds: (performance.now() - started) / 1000, queryTypes, ...(errorReason !== undefined ? { errorReason } : {}) });
   try {
-    const [kvBody, queueBody, recentBody, countBody, pendingBody] = await Promise.all([
+    const [kvBody, queueBody, recentBody, countBody, pendingBody, cacheBody] = await Promise.all([
       prometheus.query(q.kvCacheUsage),
       prometheus.query(q.queueLength),
       q.recentPods !== undefined ? prometheus.query(q.recentPods) : Promise.resolve(undefined),
       q.requestCount !== undefined ? prometheus.query(q.requestCount) : Promise.resolve(undefined),
       q.pendingRequests !== undefined ? prometheus.query(q.pendingRequests) : Promise.resolve(undefined),
+      q.cacheConfig !== undefined ? prometheus.query(q.cacheConfig) : Promise.resolve(undefined),
     ]);
     const collection = timed();
     const kv = parseInstantVector(kvBody);
     if (!kv.ok) return { metrics: { status: 'error', message: `KV-cache query: ${kv.error}` }, collection: timed(categorizePrometheusError(kv.error)) };
     const queue = parseInstantVector(queueBody);
     if (!queue.ok) return { metrics: { status: 'error', message: `queue query: ${queue.error}` }, collection: timed(categorizePrometheusError(queue.error)) };
-    const replicas = joinReplicaMetrics(valuesByPod(kv.samples), valuesByPod(queue.samples), podVariant);
+    const cache = q.cacheConfig !== undefined ? cacheConfigByPod(cacheBody) : new Map<string, { numGpuBlocks: number; blockSize: number }>();
+    const replicas = joinReplicaMetrics(valuesByPod(kv.samples), valuesByPod(queue.samples), podVariant).map((r) => {
+      const c = cache.get(r.podName);
+      return c ? { ...r, ...c } : r;
+    });
     // Pods of a variant with samples within the unavailable threshold but none within the fresh one.
     const fresh = new Set(replicas.map((r) => r.podName));
     const recent = q.recentPods !== undefined ? parseInstantVector(recentBody) : undefined;
@@ -73,6 +80,20 @@ export async function collectGroupInputs(
       collection: timed(err instanceof PrometheusAuthError ? 'unauthorized' : categorizePrometheusError(message)),
     };
   }
+}
+
+/** Pod → KV-cache size from `vllm:cache_config_info`'s labels; an unreadable answer is no sizes (V2 then falls back to V1). */
+function cacheConfigByPod(body: unknown): Map<string, { numGpuBlocks: number; blockSize: number }> {
+  const out = new Map<string, { numGpuBlocks: number; blockSize: number }>();
+  const v = parseInstantVector(body);
+  if (!v.ok) return out;
+  for (const s of v.samples) {
+    const pod = s.labels['pod'] || s.labels['pod_name'];
+    const numGpuBlocks = Number(s.labels['num_gpu_blocks']);
+    const blockSize = Number(s.labels['block_size']);
+    if (pod && Number.isInteger(numGpuBlocks) && numGpuBlocks > 0 && Number.isInteger(blockSize) && blockSize > 0) out.set(pod, { numGpuBlocks, blockSize });
+  }
+  return out;
 }
 
 function pendingFrom(body: unknown): PendingRequests {

@@ -80,6 +80,16 @@ export function pendingRequestsQuery(m: ModelSelector): string {
   return `sum(${either(`${ns},target_model_name=${model}`)}) or sum(${either(`${ns},model_name=${model},target_model_name=""`)})`;
 }
 
+export const VLLM_CACHE_CONFIG_INFO = 'vllm:cache_config_info';
+
+/**
+ * Each pod's KV-cache size for Saturation V2: vLLM's info metric carries it as labels (`num_gpu_blocks`,
+ * `block_size`) and no `model_name`, so it is selected by namespace and joined to the model's pods by name.
+ */
+export function cacheConfigQuery(namespace: string, windowMs: number): string {
+  return `max by (pod, num_gpu_blocks, block_size) (max_over_time(${VLLM_CACHE_CONFIG_INFO}{namespace=${promqlString(namespace)}}[${formatPrometheusDuration(windowMs)}]))`;
+}
+
 export interface ModelQueries {
   kvCacheUsage: string;
   queueLength: string;
@@ -89,17 +99,21 @@ export interface ModelQueries {
   requestCount?: string;
   /** Only when scale-to-zero is enabled: requests waiting in the gateway keep the model from going to zero. */
   pendingRequests?: string;
+  /** Only for a model analysed by Saturation V2: each pod's KV-cache size. */
+  cacheConfig?: string;
 }
 
 export function modelQueries(
   m: ModelSelector,
   scaleToZero: { enabled: boolean; retentionMs: number },
   freshness: { freshThresholdMs: number; unavailableThresholdMs: number } = { freshThresholdMs: SATURATION_WINDOW_MS, unavailableThresholdMs: SATURATION_WINDOW_MS },
+  v2 = false,
 ): ModelQueries {
   return {
     kvCacheUsage: kvCacheUsageQuery(m, freshness.freshThresholdMs),
     queueLength: queueLengthQuery(m, freshness.freshThresholdMs),
     ...(freshness.unavailableThresholdMs > freshness.freshThresholdMs ? { recentPods: recentPodsQuery(m, freshness.unavailableThresholdMs) } : {}),
     ...(scaleToZero.enabled ? { requestCount: requestCountQuery(m, scaleToZero.retentionMs), pendingRequests: pendingRequestsQuery(m) } : {}),
+    ...(v2 ? { cacheConfig: cacheConfigQuery(m.namespace, Math.max(freshness.unavailableThresholdMs, freshness.freshThresholdMs)) } : {}),
   };
 }

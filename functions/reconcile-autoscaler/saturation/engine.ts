@@ -20,6 +20,8 @@ type DecisionCondition = VariantDecision['metricsAvailable'];
 import { enforcePolicy, type RequestCount } from './enforcer.js';
 import { limitByGpus } from './limiter.js';
 import { calculateSaturationTargets, type TargetStep } from './targets.js';
+import { V2_ANALYZER_NAME } from '../config/saturation-config.js';
+import { analyzeV2, hasCacheConfig, type V2Result } from './v2.js';
 import { actionFor, type ModelAnalysis, type ReplicaMetrics } from './types.js';
 
 /** `auth`: Prometheus refused the credentials (401/403), an auth problem rather than a connectivity one. */
@@ -69,6 +71,8 @@ export interface ModelSummary {
   step?: TargetStep;
   enforcement?: 'scale-to-zero' | 'minimum-replica';
   note?: string;
+  /** Set when Saturation V2 decided the model: its capacities, demand and supply. */
+  v2?: V2Result;
 }
 
 export interface CycleResult {
@@ -182,7 +186,11 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
   }
 
   const analysis = analyzeModelSaturation(metrics.replicas, thresholds, group.variants);
-  const computed = calculateSaturationTargets(analysis, group.variants);
+  // Saturation V2 when the ConfigMap selects it and the pods report their KV-cache size; else V1 (seed 003's).
+  const wantsV2 = thresholds.analyzerName === V2_ANALYZER_NAME;
+  const v2 = wantsV2 && hasCacheConfig(metrics.replicas) ? analyzeV2(metrics.replicas, group.variants, thresholds) : undefined;
+  const v2Note = wantsV2 && v2 === undefined ? 'Saturation V2 selected, but no pod reports vllm:cache_config_info: V1 decided' : undefined;
+  const computed = v2 !== undefined ? v2Targets(v2) : calculateSaturationTargets(analysis, group.variants);
   const costs = Object.fromEntries(group.variants.map((v) => [v.variantName, v.cost]));
   const policy = options.scaleToZero(group.modelID, group.namespace);
   const enforced = enforcePolicy(computed.targets, costs, policy, inputs?.requestCount, inputs?.pendingRequests);
@@ -198,7 +206,7 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
     if (desired !== saturationTarget && enforced.applied !== undefined) {
       source = enforced.applied;
       reason = enforced.reason ?? enforced.applied;
-    } else if (computed.step.kind !== 'none' && computed.step.variantName === v.variantName) {
+    } else if (computed.step.kind !== 'none' && (computed.step.variantName === v.variantName || (v2 !== undefined && saturationTarget !== v.currentReplicas))) {
       reason = computed.step.reason;
     } else if (computed.step.kind !== 'none') {
       reason = `no change here: the model's ${computed.step.kind} goes to variant ${computed.step.variantName}`;
@@ -229,10 +237,17 @@ function decideGroup(group: ModelGroup, inputs: GroupInputs | undefined, options
       inTransition: computed.inTransition,
       step: computed.step,
       ...(enforced.applied !== undefined ? { enforcement: enforced.applied } : {}),
-      ...(enforced.reason !== undefined ? { note: enforced.reason } : {}),
+      ...(enforced.reason !== undefined || v2Note !== undefined ? { note: [v2Note, enforced.reason].filter((x) => x !== undefined).join('; ') } : {}),
+      ...(v2 !== undefined ? { v2 } : {}),
     },
     spare: new Map(analysis.variants.map((a) => [a.variantName, a.avgSpareKv])),
   };
+}
+
+/** V2's targets in the shape V1's step has: no transition block (V2 counts starting replicas as anticipated supply). */
+function v2Targets(v2: V2Result): { targets: Record<string, number>; inTransition: boolean; step: TargetStep } {
+  const step: TargetStep = v2.step.kind === 'none' ? { kind: 'none', reason: `Saturation V2: ${v2.step.reason}` } : { kind: v2.step.kind, variantName: v2.step.variantName ?? '', reason: `Saturation V2: ${v2.step.reason}` };
+  return { targets: v2.targets, inTransition: false, step };
 }
 
 /** MetricsStale's message: which limits (no live ages, so an unchanged state writes nothing). */

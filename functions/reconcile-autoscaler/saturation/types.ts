@@ -9,6 +9,9 @@ export interface ReplicaMetrics {
   kvCacheUsage: number;
   /** Requests waiting. */
   queueLength: number;
+  /** From `vllm:cache_config_info`, collected for Saturation V2 only. */
+  numGpuBlocks?: number;
+  blockSize?: number;
 }
 
 /** What the analyzer needs to know about a variant besides its pods' metrics. */
