@@ -24,6 +24,7 @@ stop kubelet
 stop kube-proxy
 stop coredns
 stop api-forward
+stop ripple-redis  # scripts/sandbox-ripple.sh's Redis, when it ran
 # While the API server is still up (down.sh stops it next), the cluster forgets the node and its DNS.
 if [[ -f "$dir/kubeconfig" && -x "$bin/kubectl" ]]; then
   k=("$bin/kubectl" --kubeconfig "$dir/kubeconfig" --request-timeout 5s)
