@@ -4,6 +4,14 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# The real node's tests (Ripple's image in real pods, its chart, real traffic) run wherever they can: as root,
+# where containers run (docs/operations.md, "The real node"). RIPPLE_REAL_NODE=0 leaves them out; elsewhere they
+# are not selected, and this says so.
+if [[ -z "${RIPPLE_REAL_NODE:-}" ]]; then
+  if [[ $(id -u) == 0 ]]; then export RIPPLE_REAL_NODE=1
+  else echo "test: not root, so the real node's tests (test/integration/real-node-*) are left out; run as root to include them"
+  fi
+fi
 bash scripts/ensure-deps.sh || exit 1
 
 status=0
