@@ -7,6 +7,9 @@
 //	                           the pod's status) and exits 0 on a 2xx, 1 otherwise. An https URL is called as
 //	                           an in-cluster client: the ServiceAccount's token, and its ca.crt as the only
 //	                           trusted root (the API server's certificate is verified, never skipped).
+//	modelserver load URL SECS  GETs without pause for SECS seconds, a new connection per request (so every
+//	                           request goes through the Service's current kube-proxy rules) and a 1 s timeout;
+//	                           reports "ok=N failed=M" (plus the first failure) like get, and exits 0.
 package main
 
 import (
@@ -28,6 +31,15 @@ import (
 func main() {
 	if len(os.Args) >= 3 && os.Args[1] == "get" {
 		os.Exit(get(os.Args[2]))
+	}
+	if len(os.Args) >= 4 && os.Args[1] == "load" {
+		secs, err := strconv.Atoi(os.Args[3])
+		if err != nil {
+			report(fmt.Sprintf("load: SECONDS %q: %v", os.Args[3], err))
+			os.Exit(1)
+		}
+		load(os.Args[2], time.Duration(secs)*time.Second)
+		return
 	}
 	serve()
 }
@@ -110,6 +122,36 @@ func get(url string) int {
 		return 1
 	}
 	return 0
+}
+
+func load(url string, d time.Duration) {
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var ok, failed int
+	first := ""
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		res, err := client.Get(url)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode/100 != 2 {
+				err = fmt.Errorf("status %d", res.StatusCode)
+			}
+		}
+		if err != nil {
+			failed++
+			if first == "" {
+				first = err.Error()
+			}
+			continue
+		}
+		ok++
+	}
+	msg := fmt.Sprintf("ok=%d failed=%d", ok, failed)
+	if first != "" {
+		// Short: the kubelet keeps only the last 4096 bytes of a termination message.
+		msg += " first=" + first[:min(len(first), 300)]
+	}
+	report(msg)
 }
 
 // report prints the outcome and leaves it where the kubelet copies it into the container's terminated state.
