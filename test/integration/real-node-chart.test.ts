@@ -1,46 +1,25 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CoordinationV1Api, RbacAuthorizationV1Api, Watch, type V1Pod } from '@kubernetes/client-node';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { realNode, startRealNode } from '../../sandbox/real-node.js';
-import { RedisProcess } from '../faults/harness/redis-process.js';
+import { realNode } from '../../sandbox/real-node.js';
 import { createMs, deleteMs, getMs } from '../fixtures/modelserving-fixtures.js';
 import { MODEL_SERVER_IMAGE, realNodeMs } from '../fixtures/real-node-ms.js';
+import { ok, RIPPLE_VERSION, RippleRelease } from '../harness/ripple-release.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
-// Ripple as its users run it: Ripple's image (built here from infra/deploy/Dockerfile, infra/images/build.sh
-// ripple) installed by its Helm chart in the scaled mode, every pod a real container on the sandbox's real node,
-// talking to the API server through the `kubernetes` Service with its own ServiceAccount, and to a Redis outside
-// the cluster through a Service (a managed Redis, as most platform teams have). The ModelServings it reconciles
-// run the test model server on the same node, so their readiness comes from real probes.
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.join(root, '.cache', 'control-plane', 'bin');
+// Ripple as its users run it (test/harness/ripple-release.ts): its image installed by its Helm chart in the
+// scaled mode, every pod a real container on the sandbox's real node. The ModelServings it reconciles run the
+// test model server on the same node, so their readiness comes from real probes.
 const node = realNode();
-const version = z.object({ version: z.string() }).parse(JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'))).version;
-const RELEASE = 'rn';
-const MS_WORKER = `${RELEASE}-ripple-worker-reconcile-modelserving`;
+const version = RIPPLE_VERSION;
 
 let sb: TestSandbox;
-let kubeconfig: string;
-let work: string;
-let redis: RedisProcess;
+let release: RippleRelease;
+let MS_WORKER: string;
 
-interface Run { status: number; stdout: string; stderr: string }
-function run(cmd: string, args: string[]): Run {
-  const env = { ...process.env, HELM_CACHE_HOME: path.join(work, 'cache'), HELM_CONFIG_HOME: path.join(work, 'config'), HELM_DATA_HOME: path.join(work, 'data') };
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env });
-  return { status: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
-}
-function ok(r: Run, what: string): string {
-  if (r.status !== 0) throw new Error(`${what} failed (${r.status}):\n${r.stderr}\n${r.stdout}`);
-  return r.stdout;
-}
-const kubectl = (args: string[]) => run(path.join(bin, 'kubectl'), ['--kubeconfig', kubeconfig, '-n', sb.namespace, ...args]);
+const kubectl = (args: string[]) => release.kubectl(args);
 const isReady = (pod: V1Pod) => pod.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
 const podsOf = async (component: string) =>
   (await sb.core.listNamespacedPod({ namespace: sb.namespace, labelSelector: `app.kubernetes.io/component=${component}` })).items.filter(
@@ -65,66 +44,41 @@ async function recordPodEvents(): Promise<{ events: { type: string; pod: V1Pod }
   return { events, stop: () => req.abort() };
 }
 
+/** Every container exit containerd reports from now on (`ctr events`, topic /tasks/exit), by container ID. */
+function containerExits(): { seen: { container: string; status: number }[]; stop(): void } {
+  const seen: { container: string; status: number }[] = [];
+  const child = spawn('ctr', ['--address', path.join(inject('sandboxDir'), 'node', 'containerd.sock'), '-n', 'k8s.io', 'events'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const exit = z.object({ container_id: z.string(), id: z.string(), exit_status: z.number().optional() });
+  let buffered = '';
+  child.stdout.on('data', (b: Buffer) => {
+    buffered += b.toString('utf8');
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.includes(' /tasks/exit ')) continue;
+      const e = exit.safeParse(JSON.parse(line.slice(line.indexOf('{'))));
+      // The task's own exit (id = container id), not an exec's inside it; a missing status is 0 (protobuf default).
+      if (e.success && e.data.id === e.data.container_id) seen.push({ container: e.data.container_id, status: e.data.exit_status ?? 0 });
+    }
+  });
+  return { seen, stop: () => child.kill() };
+}
+
 describe('the chart on the real node (scaled mode, Ripple’s own image)', () => {
   beforeAll(async () => {
-    const sandboxDir = inject('sandboxDir');
-    if (!sandboxDir) throw new Error('the real node runs only in Ripple’s own sandbox (RIPPLE_TEST_KUBECONFIG is set)');
-    kubeconfig = inject('kubeconfig');
-    work = mkdtempSync(path.join(tmpdir(), 'ripple-real-chart-'));
-    // Built once and cached (a second run returns from its stamp); node-up.sh loads it into containerd.
-    ok(run('bash', [path.join(root, 'infra', 'images', 'build.sh'), 'ripple']), 'building Ripple’s image');
-    await startRealNode(sandboxDir);
     sb = await openSandbox('rn-chart');
-
-    // Redis outside the cluster, reached through a Service without a selector, with a password.
-    const password = `pw-${sb.prefix}`;
-    redis = await RedisProcess.start(['--bind', `127.0.0.1 ${node.ip}`]);
-    const admin = new Redis(redis.url);
-    await admin.config('SET', 'requirepass', password); // after start: the harness's readiness PING has no password
-    admin.disconnect();
-    await sb.core.createNamespacedService({
-      namespace: sb.namespace,
-      body: { metadata: { name: 'redis' }, spec: { ports: [{ name: 'redis', port: 6379, targetPort: redis.port }] } },
-    });
-    const slice = {
-      apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
-      metadata: { name: 'redis-external', labels: { 'kubernetes.io/service-name': 'redis' } },
-      addressType: 'IPv4', endpoints: [{ addresses: [node.ip], conditions: { ready: true } }],
-      ports: [{ name: 'redis', port: redis.port, protocol: 'TCP' }],
-    };
-    writeFileSync(path.join(work, 'slice.json'), JSON.stringify(slice));
-    ok(kubectl(['apply', '-f', path.join(work, 'slice.json')]), 'the Redis EndpointSlice');
-
-    const values = {
-      mode: 'scaled',
-      image: { repository: 'ripple.local/ripple', tag: version, pullPolicy: 'Never' },
-      config: { watchNamespace: sb.namespace, prefix: sb.prefix.replace(/[^a-z0-9-]/g, '-') },
-      redis: { deploy: false, url: `redis://:${password}@redis.${sb.namespace}.svc.cluster.local:6379` },
-      opsToken: { value: 'ops-token-for-the-real-node-test' },
-      nodeSelector: { 'kubernetes.io/hostname': node.name },
-      tolerations: [node.toleration],
-      resources: { requests: { cpu: '20m', memory: '64Mi' }, limits: { memory: '512Mi' } },
-      watcher: { replicas: 2 },
-      ops: { replicas: 1 },
-      workers: { replicas: 1 },
-    };
-    writeFileSync(path.join(work, 'values.json'), JSON.stringify(values));
-    const started = Date.now();
-    ok(
-      run(path.join(bin, 'helm'), ['--kubeconfig', kubeconfig, 'install', RELEASE, path.join(root, 'charts', 'ripple'), '-n', sb.namespace, '-f', path.join(work, 'values.json'), '--wait', '--timeout', '5m']),
-      'helm install',
-    );
-    console.log(`real-node chart: helm install --wait took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    release = await RippleRelease.prepare(sb, 'rn');
+    MS_WORKER = release.object('worker-reconcile-modelserving');
+    const took = release.install({ watcher: { replicas: 2 }, ops: { replicas: 1 }, workers: { replicas: 1 } });
+    console.log(`real-node chart: helm install --wait took ${(took / 1000).toFixed(1)} s`);
   }, 900_000); // a cold image build (a warm one returns from its stamp) and every pod's start on 2 cores
   afterAll(async () => {
-    if (work && sb) run(path.join(bin, 'helm'), ['--kubeconfig', kubeconfig, 'uninstall', RELEASE, '-n', sb.namespace, '--wait', '--timeout', '2m']);
-    await redis?.stop();
+    await release?.uninstall();
     await sb?.cleanup();
-    if (work) rmSync(work, { recursive: true, force: true });
   });
 
   it('runs every component as a Ready container of Ripple’s image on the real node, each under its own ServiceAccount', async () => {
-    const pods = (await sb.core.listNamespacedPod({ namespace: sb.namespace, labelSelector: `app.kubernetes.io/instance=${RELEASE}` })).items;
+    const pods = (await sb.core.listNamespacedPod({ namespace: sb.namespace, labelSelector: `app.kubernetes.io/instance=${release.name}` })).items;
     const components = new Set(pods.map((p) => p.metadata?.labels?.['app.kubernetes.io/component']));
     expect([...components].sort()).toEqual(expect.arrayContaining(['ops', 'watcher', 'worker']));
     expect(pods.filter((p) => p.metadata?.labels?.['app.kubernetes.io/component'] === 'watcher')).toHaveLength(2);
@@ -228,20 +182,23 @@ describe('the chart on the real node (scaled mode, Ripple’s own image)', () =>
   }, 300_000);
 
   it('rolls the workers without losing work, each old pod draining on SIGTERM and exiting 0', async () => {
-    const watch = await recordPodEvents();
     const names = Array.from({ length: 8 }, (_, i) => `roll-${i}`);
     for (const n of names.slice(0, 4)) await createMs(sb, realMs(n));
-    const before = new Set((await podsOf('worker')).map((p) => p.metadata?.name));
+    const old = (await podsOf('worker')).filter((p) => p.metadata?.name?.startsWith(MS_WORKER));
+    const oldContainers = new Set(old.map((p) => p.status?.containerStatuses?.[0]?.containerID?.replace('containerd://', '') ?? ''));
+    // The runtime's own record of each exit: the pod may be gone before the kubelet writes its final status.
+    const exits = containerExits();
     ok(kubectl(['rollout', 'restart', `deployment/${MS_WORKER}`]), 'rollout restart');
     for (const n of names.slice(4)) await createMs(sb, realMs(n));
     const rolling = Date.now();
     ok(kubectl(['rollout', 'status', `deployment/${MS_WORKER}`, '--timeout=180s']), 'rollout status');
     console.log(`real-node chart: the worker's rolling restart finished in ${((Date.now() - rolling) / 1000).toFixed(1)} s`);
     for (const n of names) await waitFor(`${n} Running across the rolling restart`, 180_000, () => running(n));
-    watch.stop();
-    const old = watch.events.filter((e) => before.has(e.pod.metadata?.name) && e.pod.metadata?.name?.startsWith(MS_WORKER));
-    const exits = old.flatMap((e) => e.pod.status?.containerStatuses?.map((s) => s.state?.terminated?.exitCode) ?? []).filter((c) => c !== undefined);
-    expect(exits.length).toBeGreaterThan(0);
-    expect(new Set(exits)).toEqual(new Set([0]));
+    const seen = await waitFor('the old worker containers’ exits', 30_000, async () => {
+      const mine = exits.seen.filter((e) => oldContainers.has(e.container));
+      return mine.length === oldContainers.size ? mine : undefined;
+    });
+    exits.stop();
+    expect(seen.map((e) => e.status)).toEqual([...oldContainers].map(() => 0));
   }, 300_000);
 });
