@@ -6,8 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { z } from 'zod';
-import { realNode, startRealNode } from '../../sandbox/real-node.js';
+import { realNode } from '../../sandbox/real-node.js';
 import { RedisProcess } from '../faults/harness/redis-process.js';
+import { useRealNode } from './real-node.js';
 import type { TestSandbox } from './sandbox.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -38,14 +39,12 @@ export class RippleRelease {
 
   /** Builds the image (at once when current), starts the node (at once when running) and Redis; installs nothing. */
   static async prepare(sb: TestSandbox, name: string): Promise<RippleRelease> {
-    const sandboxDir = inject('sandboxDir');
-    if (!sandboxDir) throw new Error('the real node runs only in Ripple’s own sandbox (RIPPLE_TEST_KUBECONFIG is set)');
     const work = mkdtempSync(path.join(tmpdir(), 'ripple-release-'));
     const node = realNode();
     const redis = await RedisProcess.start(['--bind', `127.0.0.1 ${node.ip}`]);
     const release = new RippleRelease(sb, name, redis, work, inject('kubeconfig'));
     ok(release.run('bash', [path.join(root, 'infra', 'images', 'build.sh'), 'ripple']), 'building Ripple’s image');
-    await startRealNode(sandboxDir);
+    await useRealNode();
     const admin = new Redis(redis.url);
     await admin.config('SET', 'requirepass', release.redisPassword); // after start: the harness's readiness PING has none
     admin.disconnect();

@@ -1,9 +1,9 @@
 import { CoreV1Api, Watch, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startRealNode } from '../../sandbox/real-node.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMs, getMs, modelServingFunctions, msReadSchema, type MsRead } from '../fixtures/modelserving-fixtures.js';
 import { realNodeMs } from '../fixtures/real-node-ms.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
+import { useRealNode } from '../harness/real-node.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // Seed 000's "a Running role falls back to Creating" and seed 002's Degraded, from a container that really
@@ -13,9 +13,7 @@ describe('a ModelServing container that really crashes on the real node', () => 
   let sb: TestSandbox;
   let ripple: RunningRipple;
   beforeAll(async () => {
-    const sandboxDir = inject('sandboxDir');
-    if (!sandboxDir) throw new Error('the real node runs only in Ripple’s own sandbox (RIPPLE_TEST_KUBECONFIG is set)');
-    await startRealNode(sandboxDir);
+    await useRealNode();
     sb = await openSandbox('rn-crash');
     ripple = await startRipple(sb, modelServingFunctions());
   });

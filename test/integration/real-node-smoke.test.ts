@@ -1,15 +1,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   kubeProxyRoutes,
   realNode,
   realNodeLeftovers,
   realNodeSysctls,
-  startRealNode,
   stopRealNode,
 } from '../../sandbox/real-node.js';
+import { useRealNode } from '../harness/real-node.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // The real node (RIPPLE_REAL_NODE=1, infra/local-control-plane/node-up.sh) does what KWOK only pretends: a
@@ -23,9 +23,7 @@ describe('real node smoke', () => {
   let sb: TestSandbox;
   let sandboxDir: string;
   beforeAll(async () => {
-    sandboxDir = inject('sandboxDir');
-    if (!sandboxDir) throw new Error('the real node runs only in Ripple’s own sandbox (RIPPLE_TEST_KUBECONFIG is set)');
-    await startRealNode(sandboxDir);
+    sandboxDir = await useRealNode();
     sb = await openSandbox('real-node');
   });
   afterAll(async () => {

@@ -1,14 +1,15 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationClient, withLifecycle, type OperationAdapter, type PodRef } from '../../functions/ops-lifecycle/client/index.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { readPod } from '../../functions/ops-lifecycle/pod-access/pod-api.js';
 import { SERVICE_COOPERATION_LABEL } from '../../functions/ops-lifecycle/service-cooperator/plan.js';
-import { realNode, startRealNode } from '../../sandbox/real-node.js';
+import { realNode } from '../../sandbox/real-node.js';
 import { cleanupWithoutFinalizers, conditionOf, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { waitRouted } from '../fixtures/ops-lifecycle-traffic.js';
 import { MODEL_SERVER_IMAGE } from '../fixtures/real-node-ms.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
+import { useRealNode } from '../harness/real-node.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 /** One pod after another: replaced (deleted and created again), or updated (its container exits and restarts). */
@@ -28,9 +29,7 @@ describe('seed 001 on the real node: requests through a Service while its pods a
   let sb: TestSandbox;
   let ripple: RunningRipple;
   beforeAll(async () => {
-    const sandboxDir = inject('sandboxDir');
-    if (!sandboxDir) throw new Error('the real node runs only in Ripple’s own sandbox (RIPPLE_TEST_KUBECONFIG is set)');
-    await startRealNode(sandboxDir);
+    await useRealNode();
     sb = await openSandbox('rn-traffic');
     ripple = await startRipple(sb, [definition({})], { env: { OPS_LIFECYCLE_SERVICE_COOPERATION: 'true' } });
   });

@@ -21,16 +21,10 @@
  * length), and the gateway queue's demand.
  */
 import type { SaturationThresholds } from '../config/saturation-config.js';
+import type { ReplicaMetrics } from './types.js';
 
 /** What one reporting replica says, with its cache configuration when `vllm:cache_config_info` was scraped. */
-export interface V2Replica {
-  podName: string;
-  variantName: string;
-  kvCacheUsage: number;
-  queueLength: number;
-  numGpuBlocks?: number;
-  blockSize?: number;
-}
+export type V2Replica = ReplicaMetrics;
 
 export interface V2Variant {
   variantName: string;
