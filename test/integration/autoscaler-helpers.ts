@@ -107,11 +107,17 @@ export function condition(status: VariantAutoscalingStatus | undefined, type: st
 
 /** Waits until the VA's condition has this status (and reason, when given); returns the VA. */
 export async function waitForCondition(sb: TestSandbox, name: string, type: string, status: string, reason?: string, timeoutMs = 30_000): Promise<VaRead> {
-  return waitFor(`${name} ${type}=${status}${reason ? `/${reason}` : ''}`, timeoutMs, async () => {
-    const va = await readVA(sb, name);
-    const c = condition(va.status, type);
-    return c?.status === status && (reason === undefined || c.reason === reason) ? va : undefined;
-  });
+  let last: ReturnType<typeof condition>;
+  try {
+    return await waitFor(`${name} ${type}=${status}${reason ? `/${reason}` : ''}`, timeoutMs, async () => {
+      const va = await readVA(sb, name);
+      const c = (last = condition(va.status, type));
+      return c?.status === status && (reason === undefined || c.reason === reason) ? va : undefined;
+    });
+  } catch (err) {
+    // The condition as it stands says why (which kind, what is missing), not only that time ran out.
+    throw new Error(`${err instanceof Error ? err.message : String(err)} (last ${type}: ${JSON.stringify(last)})`);
+  }
 }
 
 export async function desiredReplicas(sb: TestSandbox, name: string): Promise<number | undefined> {
@@ -120,7 +126,12 @@ export async function desiredReplicas(sb: TestSandbox, name: string): Promise<nu
 
 /** Names of the Deployment's pods that are Running (KWOK marks them so). */
 export async function runningPods(sb: TestSandbox, deployment: string): Promise<string[]> {
-  const pods = await sb.core.listNamespacedPod({ namespace: sb.namespace, labelSelector: `app=${deployment}` });
+  return runningPodsMatching(sb, `app=${deployment}`);
+}
+
+/** Names of the Running pods a label selector (as a scale subresource's `status.selector` writes it) matches. */
+export async function runningPodsMatching(sb: TestSandbox, labelSelector: string): Promise<string[]> {
+  const pods = await sb.core.listNamespacedPod({ namespace: sb.namespace, labelSelector });
   return pods.items
     .filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp)
     .map((p) => p.metadata?.name ?? '')

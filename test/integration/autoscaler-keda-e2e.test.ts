@@ -9,11 +9,13 @@ import { z } from 'zod';
 import { FUNCTION_NAME } from '../../functions/reconcile-autoscaler/keys.js';
 import { registerAutoscalerMetrics } from '../../functions/reconcile-autoscaler/metrics/collector.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
+import { apiVersionOf, collectionPath, objectPath, Resources, type ResourceRef } from '../../kube/resources.js';
 import { RESYNC_SCHEDULER_ID } from '../../queue/resync.js';
 import { WorkQueue } from '../../queue/work-queue.js';
 import { startKeda, type RunningKeda } from '../../sandbox/keda.js';
+import { modelServingFunctions, msManifest } from '../fixtures/modelserving-fixtures.js';
 import { waitFor } from '../harness/sandbox.js';
-import { autoscalerEnv, createDeployment, createVA, runningPods, upsertConfigMap } from './autoscaler-helpers.js';
+import { autoscalerEnv, condition, createDeployment, createVA, runningPods, runningPodsMatching, upsertConfigMap, waitForCondition } from './autoscaler-helpers.js';
 import { CTRL, startLoop, waitForScraped, type Loop } from './autoscaler-loop.js';
 
 const INTERVAL_MS = 2_000;
@@ -50,6 +52,8 @@ const scaledObjectStatusSchema = z.object({
     })
     .optional(),
 });
+const specReplicasSchema = z.object({ spec: z.object({ replicas: z.number().optional() }).passthrough() });
+const scaleSchema = z.object({ status: z.object({ selector: z.string().optional() }).optional() });
 const vectorResultSchema = z.object({ data: z.object({ result: z.array(z.object({ value: z.tuple([z.number(), z.string()]) })) }) });
 const hpaSchema = z.object({
   status: z.object({ desiredReplicas: z.number().optional(), conditions: z.array(conditionSchema).optional() }).optional(),
@@ -65,8 +69,11 @@ const eventListSchema = z.object({
   ),
 });
 
-/** The repository's example ScaledObject, pointed at this test's Deployment (`target`), VA (`variant`), namespace and Prometheus. */
-function exampleScaledObject(name: string, target: string, variant: string, namespace: string, prometheusUrl: string): ScaledObject {
+/** What a ScaledObject scales: a Deployment by name, or another kind with a scale subresource. */
+type ScaleTargetRef = { apiVersion?: string; kind?: string; name: string };
+
+/** The repository's example ScaledObject, pointed at this test's target (a Deployment's name, or a ref), VA (`variant`), namespace and Prometheus. */
+function exampleScaledObject(name: string, target: string | ScaleTargetRef, variant: string, namespace: string, prometheusUrl: string): ScaledObject {
   const docs = parseAllDocuments(readFileSync('infra/examples/autoscaler/keda-scaledobject.yaml', 'utf8')).map((d) => d.toJS() as unknown);
   const so = scaledObjectSchema.parse(docs.find((d) => scaledObjectSchema.safeParse(d).success));
   const triggers = so.spec.triggers.map((t) =>
@@ -74,7 +81,7 @@ function exampleScaledObject(name: string, target: string, variant: string, name
       ? { ...t, metadata: { ...t.metadata, serverAddress: prometheusUrl, query: t.metadata.query.replaceAll('llama-8b-a100-va', variant).replaceAll('llm-inference', namespace) } }
       : t,
   );
-  return { ...so, metadata: { name, namespace }, spec: { ...so.spec, scaleTargetRef: { name: target }, triggers } };
+  return { ...so, metadata: { name, namespace }, spec: { ...so.spec, scaleTargetRef: typeof target === 'string' ? { name: target } : target, triggers } };
 }
 
 /**
@@ -113,8 +120,11 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
   let keda: RunningKeda | undefined;
   const registry = new Registry();
   const exporters: Exporter[] = [];
-  /** Total KV-cache demand per Deployment, in pods' worth: each running pod reports demand ÷ pods. */
-  const demand = new Map<string, { model: string; total: number }>();
+  /**
+   * Total KV-cache demand per target, in pods' worth: each running pod reports demand ÷ pods. A Deployment's
+   * pods are its `app` label's; another kind's are those its scale subresource's selector names.
+   */
+  const demand = new Map<string, { model: string; total: number; pods?: () => Promise<string[]> }>();
   let following = true;
   let follower: Promise<void> | undefined;
   const timings: Record<string, number> = {};
@@ -122,7 +132,9 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
 
   beforeAll(async () => {
     exporters.push(await startExporter(registry), await startExporter(registry));
-    loop = await startLoop('as-keda-e2e', { prometheus: { rippleTargets: exporters.map((e) => e.target) } });
+    // reconcile-modelserving too: it converges the ModelServing and LeaderWorkerSet targets and writes the pod
+    // selector of their scale subresources, without which the HPA KEDA makes cannot scale them.
+    loop = await startLoop('as-keda-e2e', { prometheus: { rippleTargets: exporters.map((e) => e.target) }, functions: modelServingFunctions() });
     const { sb, ripple } = loop;
     registerAutoscalerMetrics(registry, { redis: sb.redis, prefix: sb.prefix, env: { ...process.env, ...autoscalerEnv(sb) } });
     // One Ripple process exports until the rollout test starts a second one.
@@ -142,7 +154,7 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
     follower = (async () => {
       while (following) {
         for (const [deployment, d] of demand) {
-          const pods = await runningPods(sb, deployment).catch(() => []);
+          const pods = await (d.pods ?? (() => runningPods(sb, deployment)))().catch(() => []);
           for (const pod of pods) loop.emitter.set(sb.namespace, d.model, pod, { kvCacheUsage: Math.min(0.99, d.total / pods.length), waiting: 0 });
         }
         await sleep(250);
@@ -177,24 +189,24 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
   const ns = () => loop.sb.namespace;
   const soPath = (name: string) => `/apis/keda.sh/v1alpha1/namespaces/${ns()}/scaledobjects/${name}`;
 
-  async function specReplicas(deployment: string): Promise<number | undefined> {
-    return (await apps().readNamespacedDeployment({ name: deployment, namespace: ns() })).spec?.replicas;
+  async function specReplicas(target: string, ref: ResourceRef = Resources.deployment): Promise<number | undefined> {
+    return specReplicasSchema.parse(await kubeRequest(loop.sb.kc, objectPath(ref, ns(), target))).spec.replicas;
   }
 
-  /** Waits until the Deployment's spec.replicas is `n`; returns the ms since `since`. */
-  async function waitForReplicas(deployment: string, n: number, since: number): Promise<number> {
+  /** Waits until the target's spec.replicas (a Deployment's unless `ref` says) is `n`; returns the ms since `since`. */
+  async function waitForReplicas(target: string, n: number, since: number, ref: ResourceRef = Resources.deployment): Promise<number> {
     let last: number | undefined;
     try {
-      await waitFor(`${deployment} spec.replicas = ${n}`, STEP_MS, async () => (last = await specReplicas(deployment)) === n, 250);
+      await waitFor(`${ref.kind} ${target} spec.replicas = ${n}`, STEP_MS, async () => (last = await specReplicas(target, ref)) === n, 250);
     } catch (err) {
       throw new Error(`${err instanceof Error ? err.message : String(err)} (last: ${String(last)})\n${keda?.logTail(20) ?? ''}`);
     }
     return Date.now() - since;
   }
 
-  /** Sets the Deployment's total load and returns when it changed. */
-  function setDemand(deployment: string, model: string, total: number): number {
-    demand.set(deployment, { model, total });
+  /** Sets the target's total load and returns when it changed. */
+  function setDemand(target: string, model: string, total: number, pods?: () => Promise<string[]>): number {
+    demand.set(target, { model, total, pods: pods ?? demand.get(target)?.pods });
     return Date.now();
   }
 
@@ -202,7 +214,7 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
     return scaledObjectStatusSchema.parse(await kubeRequest(loop.sb.kc, soPath(name))).status;
   }
 
-  /** KEDA's view is healthy: Ready, no fallback, no failed query, and no Warning from KEDA or the HPA so far. */
+  /** KEDA's view is healthy: Ready, no fallback, no failed query, and no Warning on this ScaledObject or its HPA so far. */
   async function expectKedaHealthy(so: string, hpa: string): Promise<void> {
     // KEDA rewrites its conditions at times (briefly all Unknown, its initial set, with no reason): wait for
     // its scale loop's verdict rather than catching that instant. An error would be False, or Unknown with a reason.
@@ -218,7 +230,10 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
     const hpaStatus = hpaSchema.parse(await kubeRequest(loop.sb.kc, `/apis/autoscaling/v2/namespaces/${ns()}/horizontalpodautoscalers/${hpa}`)).status;
     expect(hpaStatus?.conditions?.find((c) => c.type === 'ScalingActive')).toMatchObject({ status: 'True' });
     const events = eventListSchema.parse(await kubeRequest(loop.sb.kc, `/api/v1/namespaces/${ns()}/events`)).items;
-    const warnings = events.filter((e) => e.type === 'Warning' && ['ScaledObject', 'HorizontalPodAutoscaler'].includes(e.involvedObject.kind ?? ''));
+    // This ScaledObject's and its HPA's own: the fallback test leaves Warnings on its objects on purpose.
+    const own = (e: (typeof events)[number]) =>
+      (e.involvedObject.kind === 'ScaledObject' && e.involvedObject.name === so) || (e.involvedObject.kind === 'HorizontalPodAutoscaler' && e.involvedObject.name === hpa);
+    const warnings = events.filter((e) => e.type === 'Warning' && own(e));
     expect(warnings.map((e) => `${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`)).toEqual([]);
   }
 
@@ -405,5 +420,52 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
       exporters.forEach((e, i) => (e.serving = serving[i]!));
     }
     await waitFor('the ScaledObject to leave its fallback', STEP_MS, async () => (await scaledObjectStatus('fb'))?.conditions?.find((c) => c.type === 'Fallback')?.status !== 'True', 500);
+  }, 900_000);
+
+  // Issue 31 item 4: the same loop for a ModelServing and a LeaderWorkerSet. The ScaledObject names the
+  // target's apiVersion and kind; KEDA's HPA moves spec.replicas through the /scale subresource, whose pod
+  // selector reconcile-modelserving writes (status.labelSelector, and the LeaderWorkerSet's hpaPodSelector).
+  it('a ModelServing and a LeaderWorkerSet: load up → the ScaledObject’s HPA scales each through its scale subresource; the VA names the kind it resolved', async () => {
+    const { sb } = loop;
+    const lws = (name: string) => ({
+      apiVersion: apiVersionOf(Resources.leaderWorkerSet),
+      kind: 'LeaderWorkerSet',
+      metadata: { name },
+      // Two pods a group: the scale selector names the leader, the pod that serves (and reports) for its group.
+      spec: { replicas: 1, leaderWorkerTemplate: { size: 2, workerTemplate: { spec: { containers: [{ name: 'vllm', image: 'vllm/vllm-openai:latest' }] } } } },
+    });
+    const targets = [
+      { ref: Resources.modelServing, name: 'kms', body: msManifest('kms', sb.namespace, { replicas: 1 }) },
+      { ref: Resources.leaderWorkerSet, name: 'klws', body: lws('klws') },
+    ];
+    await Promise.all(
+      targets.map(async ({ ref, name, body }) => {
+        const model = `${name}-model`;
+        await kubeRequest(sb.kc, collectionPath(ref, sb.namespace), { method: 'POST', body });
+        await createVA(sb, name, { kind: ref.kind, model });
+        // The pods the target's /scale selects, as the autoscaler (and an HPA) count them.
+        const pods = async () => {
+          const selector = scaleSchema.parse(await kubeRequest(sb.kc, `${objectPath(ref, sb.namespace, name)}/scale`)).status?.selector;
+          return selector ? runningPodsMatching(sb, selector) : [];
+        };
+        await waitFor(`one running pod selected by ${ref.kind} ${name}'s scale subresource`, STEP_MS, async () => (await pods()).length === 1, 500);
+        setDemand(name, model, 0.5, pods);
+        await loop.waitForVllmSeries(model, 1);
+        const va = await waitForCondition(sb, name, 'TargetResolved', 'True', 'TargetFound', STEP_MS);
+        expect(condition(va.status, 'TargetResolved')?.message).toBe(`Scale target ${ref.kind} ${name} found (scaled through its scale subresource)`);
+        await waitForScraped(loop, 'wva_desired_replicas', { variant_name: name }, 1, STEP_MS);
+        const so = exampleScaledObject(name, { apiVersion: apiVersionOf(ref), kind: ref.kind, name }, name, sb.namespace, loop.prometheus.url);
+        await waitForKedaView(so, 1);
+        await createScaledObject(so, 1, 3);
+        expect(await specReplicas(name, ref)).toBe(1);
+
+        const up = setDemand(name, model, 0.85);
+        await waitForScraped(loop, 'wva_desired_replicas', { variant_name: name }, 2, STEP_MS);
+        timings[`${ref.kind}: load up → spec.replicas 2`] = await waitForReplicas(name, 2, up, ref);
+        await expectKedaHealthy(name, `keda-hpa-${name}`);
+        // The new group's serving pod comes up and takes its share: the load spreads, and the decision holds.
+        await waitFor(`two running pods selected by ${ref.kind} ${name}'s scale subresource`, STEP_MS, async () => (await pods()).length === 2, 500);
+      }),
+    );
   }, 900_000);
 });

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { expect } from 'vitest';
 import { z } from 'zod';
+import type { FunctionDefinition } from '../../runtime/function.js';
 import { readStoredConfig } from '../../functions/reconcile-autoscaler/config-store.js';
 import { FUNCTION_NAME } from '../../functions/reconcile-autoscaler/keys.js';
 import { registerAutoscalerMetrics } from '../../functions/reconcile-autoscaler/metrics/collector.js';
@@ -79,6 +80,8 @@ export async function startLoop(
     exporters?: number;
     /** More `host:port` targets scraped beside the vLLM emitter (an EPP's metrics, for scale from zero). */
     extraTargets?: string[];
+    /** More functions Ripple runs beside the autoscaler (reconcile-modelserving, for ModelServing and LeaderWorkerSet targets). */
+    functions?: FunctionDefinition[];
   } = {},
 ): Promise<Loop> {
   const sb = await openSandbox(label);
@@ -92,7 +95,7 @@ export async function startLoop(
   await upsertConfigMap(sb, CTRL, { GLOBAL_OPT_INTERVAL: '1h', ...(opts.prometheusInConfigMap ? { PROMETHEUS_BASE_URL: prometheus.url } : {}), ...opts.controllerConfig });
   await upsertConfigMap(sb, SAT, { default: 'kvCacheThreshold: 0.80\nqueueLengthThreshold: 5\nkvSpareTrigger: 0.1\nqueueSpareTrigger: 3\nenableLimiter: false\n' });
   const recorded = recordedDefinition(env);
-  const ripple = await startRipple(sb, [recorded.def], { env });
+  const ripple = await startRipple(sb, [recorded.def, ...(opts.functions ?? [])], { env });
   registerAutoscalerMetrics(registry, { redis: sb.redis, prefix: sb.prefix, env: { ...process.env, ...env } });
   await waitFor('the configuration in Redis', 20_000, async () => (await readStoredConfig({ redis: sb.redis, prefix: sb.prefix }))?.controller.globalOptIntervalMs === 3_600_000);
 
