@@ -66,10 +66,17 @@ function installCrds(kubeconfig: string): void {
   const args = ['--kubeconfig', kubeconfig, 'apply', '--server-side', '--force-conflicts', '-f', dir];
   const applied = spawnSync(existsSync(kubectl) ? kubectl : 'kubectl', args, { encoding: 'utf8' });
   if (applied.status !== 0) throw new Error(`installing CRDs from ${dir} failed: ${applied.stderr}`);
-  const established = spawnSync(
-    existsSync(kubectl) ? kubectl : 'kubectl',
-    ['--kubeconfig', kubeconfig, 'wait', '--for=condition=Established', 'crd', '--all', '--timeout=60s'],
-    { encoding: 'utf8' },
-  );
-  if (established.status !== 0) throw new Error(`CRDs did not become Established: ${established.stderr}`);
+  // `kubectl wait` fails at once ("status.conditions accessor error") on a CRD whose status the API server has
+  // not written yet, which a fresh sandbox's large CRDs hit: ask again until the deadline.
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const established = spawnSync(
+      existsSync(kubectl) ? kubectl : 'kubectl',
+      ['--kubeconfig', kubeconfig, 'wait', '--for=condition=Established', 'crd', '--all', '--timeout=10s'],
+      { encoding: 'utf8' },
+    );
+    if (established.status === 0) return;
+    if (Date.now() > deadline) throw new Error(`CRDs did not become Established within 90 s: ${established.stderr}`);
+    spawnSync('sleep', ['1']);
+  }
 }
