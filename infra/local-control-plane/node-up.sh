@@ -6,6 +6,9 @@
 # stays on KWOK. Its state lives in $RIPPLE_SANDBOX_DIR/node; node-down.sh removes every trace of it.
 # Needs root (containers, a bridge, iptables). Running it again while the node is Ready only checks it.
 set -euo pipefail
+# up.sh runs this under its umask 077 (for its secrets): containerd would unpack image layers with it, and a
+# container's non-root user could then not read its own libraries ("libdl.so.2: Permission denied").
+umask 022
 source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 # shellcheck source=node.env
 source "$here/node.env"
