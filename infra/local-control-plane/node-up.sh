@@ -6,8 +6,9 @@
 # stays on KWOK. Its state lives in $RIPPLE_SANDBOX_DIR/node; node-down.sh removes every trace of it.
 # Needs root (containers, a bridge, iptables). Running it again while the node is Ready only checks it.
 set -euo pipefail
-# up.sh runs this under its umask 077 (for its secrets): containerd would unpack image layers with it, and a
-# container's non-root user could then not read its own libraries ("libdl.so.2: Permission denied").
+# up.sh runs this under its umask 077 (for its secrets): containerd would create each image layer's root
+# directory 0700 with it, and a container's non-root user could then not traverse its own / ("exec: node:
+# executable file not found", "libdl.so.2: Permission denied"; seen in CI with Ripple's image, uid 1000).
 umask 022
 source "$(dirname "${BASH_SOURCE[0]}")/paths.sh"
 # shellcheck source=node.env
