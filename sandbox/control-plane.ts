@@ -31,6 +31,12 @@ export interface ControlPlaneOptions {
    * whatever runs (a sandbox shared by several test runs must not be torn down by the next one).
    */
   owner?: boolean;
+  /**
+   * Start the real node beside the KWOK nodes (up.sh with RIPPLE_REAL_NODE=1). Only the test harness's shared
+   * sandbox asks for it: there is one real node per machine, so every other sandbox (`npm start`, a test's own
+   * control plane) is started without one whatever RIPPLE_REAL_NODE the environment carries.
+   */
+  realNode?: boolean;
 }
 
 /**
@@ -78,7 +84,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     return { kubeconfig: opts.kubeconfig, startedHere: false, recordProcess: () => undefined, stop: async () => undefined };
   }
   const dir = opts.dir ?? process.env.RIPPLE_SANDBOX_DIR ?? path.join(root, '.sandbox');
-  const env = { ...process.env, RIPPLE_SANDBOX_DIR: dir };
+  const env = { ...process.env, RIPPLE_SANDBOX_DIR: dir, RIPPLE_REAL_NODE: opts.realNode ? '1' : '0' };
   const orphanedBy = opts.owner ? deadOwner(dir) : undefined;
   if (orphanedBy !== undefined) {
     (opts.log ?? console.error)(`sandbox: the Ripple process ${orphanedBy} that started the sandbox in ${dir} is gone; stopping what it left running`);

@@ -25,7 +25,7 @@ declare module 'vitest' {
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const log = (line: string) => console.error(line);
-  const controlPlane = await startControlPlane({ kubeconfig: process.env.RIPPLE_TEST_KUBECONFIG, log });
+  const controlPlane = await startControlPlane({ kubeconfig: process.env.RIPPLE_TEST_KUBECONFIG, log, realNode: process.env.RIPPLE_REAL_NODE === '1' });
   // Vitest runs no teardown when setup throws: stop here what this setup started (stop() leaves alone
   // a control plane or Redis that was already running).
   let redis: RedisServer;
