@@ -10,6 +10,7 @@ import { loadKubeConfig } from '../../kube/config.js';
 import { startControlPlane, type ControlPlane } from '../../sandbox/control-plane.js';
 import { msManifest } from '../fixtures/modelserving-fixtures.js';
 import { startCli, stopCli, type RunningCli } from '../fixtures/http-cli.js';
+import { startPrometheus, type RunningPrometheus } from '../harness/prometheus.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // Issue 32, "A safe switch", on a control plane of its own (the CRDs are cluster-wide: replacing them on the
@@ -45,7 +46,10 @@ let cp: ControlPlane;
 let kc: KubeConfig;
 let sb: TestSandbox;
 let ripple: RunningCli | undefined;
+// The autoscaler's Prometheus, which doctor asks once VariantAutoscalings exist (a WVA cluster has one).
+let prometheus: RunningPrometheus;
 beforeAll(async () => {
+  prometheus = await startPrometheus({ targets: [] });
   // The shared sandbox only for a Redis and a key prefix of this test's own.
   sb = await openSandbox('migration');
   process.env.RIPPLE_SANDBOX_NODES = '1';
@@ -55,6 +59,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (ripple) await stopCli(ripple, 'SIGKILL');
   await cp?.stop();
+  await prometheus?.stop();
   rmSync(dir, { recursive: true, force: true });
   await sb?.cleanup();
 });
@@ -91,7 +96,7 @@ describe('switching a cluster from Kthena and WVA', () => {
       },
     });
 
-    const doctor = (extra: string[] = []) => run(process.execPath, [path.join(root, 'bin', 'ripple.js'), 'doctor', '--kubeconfig', cp.kubeconfig, '--redis-url', sb.redisUrl, ...extra]);
+    const doctor = (extra: string[] = []) => run(process.execPath, [path.join(root, 'bin', 'ripple.js'), 'doctor', '--kubeconfig', cp.kubeconfig, '--redis-url', sb.redisUrl, '--prometheus-url', prometheus.url, ...extra]);
     const before = await doctor(['-o', 'json']);
     expect(before.code).toBe(1);
     const problems = z.object({ findings: z.array(findingSchema) }).parse(JSON.parse(before.out)).findings.filter((f) => !f.ok);
