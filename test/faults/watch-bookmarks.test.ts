@@ -130,7 +130,9 @@ function startPeer(dir: string, port: number): ChildProcess {
   const out = openSync(path.join(dir, 'logs', 'kube-apiserver-peer.log'), 'a');
   // The saved command is shell-quoted (printf %q), as restart.sh evaluates it. The flag given last
   // wins, so the peer keeps every flag but the port. Detached: its own process group, stopped in one signal.
-  const script = 'eval "exec $(cat "$1") --secure-port $2"';
+  // It leaves the `kubernetes` Service's endpoint alone: both advertise the same address, and the peer's port
+  // would otherwise stay there after it stops, so pods on the real node would dial a closed port.
+  const script = 'eval "exec $(cat "$1") --secure-port $2 --endpoint-reconciler-type none"';
   return spawn('bash', ['-c', script, 'peer', path.join(dir, 'cmd', 'kube-apiserver'), String(port)], { detached: true, stdio: ['ignore', out, out] });
 }
 
