@@ -69,7 +69,13 @@ describe('reconcile-autoscaler: variants found on annotated HPAs, beside Variant
     const { sb, emitter } = loop;
     await loadPods(sb, emitter, 'an-a', 'an-model', 1, HOT);
     await loadPods(sb, emitter, 'an-b', 'an-model', 1, HOT);
-    await loop.cycle();
+    // The hot values reach Prometheus with its next scrape: a cycle run at once may still read the steady ones
+    // (on an idle machine it did), so run cycles until one has decided on the hot load.
+    const key = annotatedVariantKey(sb.namespace, 'an-a-hpa', 'HorizontalPodAutoscaler');
+    await waitFor('a cycle that read the hot load', 30_000, async () => {
+      await loop.cycle();
+      return (await readCycleRecord(sb.redis, sb.prefix))?.decisions.find((d) => d.key === key)?.desiredReplicas === 2 ? true : undefined;
+    }, 1_000);
     await waitForScraped(loop, 'wva_desired_replicas', { variant_name: 'an-a-hpa' }, 2);
     expect(await loop.scraped('wva_desired_replicas', { variant_name: 'an-b-va' })).toBe(1);
     const events = async () =>
