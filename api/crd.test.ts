@@ -204,9 +204,9 @@ describe('toStructuralSchema', () => {
   });
 
   it('turns loose objects and unknown values into preserve-unknown-fields, drops additionalProperties: false', () => {
-    const out = toStructuralSchema(z.object({ loose: z.looseObject({ a: z.string() }), any: z.unknown(), strict: z.strictObject({ b: z.string() }) }));
+    const out = toStructuralSchema(z.object({ loose: z.looseObject({ a: z.string() }), free: z.unknown(), strict: z.strictObject({ b: z.string() }) }));
     expect(out.properties?.loose?.['x-kubernetes-preserve-unknown-fields']).toBe(true);
-    expect(out.properties?.any).toEqual({ 'x-kubernetes-preserve-unknown-fields': true });
+    expect(out.properties?.free).toEqual({ 'x-kubernetes-preserve-unknown-fields': true });
     expect((out.properties?.strict as Record<string, unknown>).additionalProperties).toBeUndefined();
   });
 

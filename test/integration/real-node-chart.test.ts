@@ -4,7 +4,7 @@ import { CoordinationV1Api, RbacAuthorizationV1Api, Watch, type V1Pod } from '@k
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { realNode } from '../../sandbox/real-node.js';
-import { createMs, deleteMs, getMs } from '../fixtures/modelserving-fixtures.js';
+import { createMs, deleteMs, getMs, isReady } from '../fixtures/modelserving-fixtures.js';
 import { MODEL_SERVER_IMAGE, realNodeMs } from '../fixtures/real-node-ms.js';
 import { ok, RIPPLE_VERSION, RippleRelease } from '../harness/ripple-release.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
@@ -13,14 +13,12 @@ import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 // scaled mode, every pod a real container on the sandbox's real node. The ModelServings it reconciles run the
 // test model server on the same node, so their readiness comes from real probes.
 const node = realNode();
-const version = RIPPLE_VERSION;
 
 let sb: TestSandbox;
 let release: RippleRelease;
 let MS_WORKER: string;
 
 const kubectl = (args: string[]) => release.kubectl(args);
-const isReady = (pod: V1Pod) => pod.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
 const podsOf = async (component: string) =>
   (await sb.core.listNamespacedPod({ namespace: sb.namespace, labelSelector: `app.kubernetes.io/component=${component}` })).items.filter(
     (p) => !p.metadata?.deletionTimestamp,
@@ -85,7 +83,7 @@ describe('the chart on the real node (scaled mode, Ripple’s own image)', () =>
     for (const p of pods) {
       expect(p.spec?.nodeName, p.metadata?.name).toBe(node.name);
       expect(isReady(p), `${p.metadata?.name} Ready`).toBe(true);
-      expect(p.status?.containerStatuses?.[0]?.image).toContain(`ripple.local/ripple:${version}`);
+      expect(p.status?.containerStatuses?.[0]?.image).toContain(`ripple.local/ripple:${RIPPLE_VERSION}`);
       expect(p.status?.containerStatuses?.[0]?.containerID).toMatch(/^containerd:\/\//);
     }
     const accounts = new Set(pods.map((p) => p.spec?.serviceAccountName));
