@@ -65,11 +65,11 @@ app.kubernetes.io/part-of: ripple
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
-{{/* ServiceAccount of an identity: watcher, ops, dispatcher, all-in-one, or a function's name. */}}
+{{/* ServiceAccount of an identity: watcher, ops, dispatcher, all-in-one, ops-lifecycle-webhook, or a function's name. */}}
 {{- define "ripple.serviceAccount" -}}
 {{- $full := include "ripple.fullname" .root }}
 {{- if eq .identity "all-in-one" }}{{ $full }}
-{{- else if has .identity (list "watcher" "ops" "dispatcher") }}{{ printf "%s-%s" $full .identity }}
+{{- else if has .identity (list "watcher" "ops" "dispatcher" "ops-lifecycle-webhook") }}{{ printf "%s-%s" $full .identity }}
 {{- else }}{{ printf "%s-worker-%s" $full .identity }}
 {{- end }}
 {{- end }}
