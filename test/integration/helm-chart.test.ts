@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { allFunctions } from '../../functions/index.js';
 import { loadProcessConfig } from '../../runtime/config.js';
 import { parseDispatchTargets } from '../../runtime/dispatcher.js';
+import { generateCa } from '../../runtime/webhook/certs.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // The Helm chart (charts/ripple) with Helm built from the Go module proxy (infra/local-control-plane/
@@ -244,6 +245,24 @@ const PLATFORM_CRDS = [
       requests: { type: 'object', properties: { cpu: str, memory: str } },
       limits: { type: 'object', properties: { cpu: str, memory: str } },
     },
+  }),
+  // cert-manager's Certificate and Issuer (cert-manager.io/v1), for the fields the chart's webhooks set.
+  crd('cert-manager.io', 'Certificate', 'certificates', 'v1', {
+    required: ['secretName', 'issuerRef'],
+    properties: {
+      secretName: str,
+      isCA: bool,
+      commonName: str,
+      dnsNames: { type: 'array', items: str },
+      duration: str,
+      renewBefore: str,
+      usages: { type: 'array', items: { type: 'string', enum: ['server auth', 'client auth', 'digital signature', 'key encipherment'] } },
+      privateKey: { type: 'object', properties: { algorithm: { type: 'string', enum: ['RSA', 'ECDSA', 'Ed25519'] }, size: int, rotationPolicy: { type: 'string', enum: ['Never', 'Always'] } } },
+      issuerRef: { type: 'object', required: ['name'], properties: { name: str, kind: str, group: str } },
+    },
+  }),
+  crd('cert-manager.io', 'Issuer', 'issuers', 'v1', {
+    properties: { selfSigned: { type: 'object' }, ca: { type: 'object', required: ['secretName'], properties: { secretName: str } } },
   }),
 ];
 
@@ -758,6 +777,94 @@ describe('charts/ripple', () => {
     for (const f of allFunctions()) {
       expect(objects.some((o) => o.kind === 'ClusterRole' && o.metadata.name === `ripple-worker-${f.name}`), f.name).toBe(true);
       expect(objects.some((o) => o.kind === 'Deployment' && o.metadata.name === `ripple-worker-${f.name}`), f.name).toBe(true);
+    }
+  });
+});
+
+// ops-lifecycle's admission webhooks (templates/webhooks.yaml): off by default, so the modes above do not render them.
+describe('charts/ripple: the admission webhooks', () => {
+  let caPem: string;
+  const withSecret = () => ['--set', 'webhooks.enabled=true', '--set', 'webhooks.certificate.existingSecret=webhook-tls', '--set-string', `webhooks.certificate.caBundle=${caPem}`];
+  const withCertManager = ['--set', 'webhooks.enabled=true', '--set', 'webhooks.certificate.certManager.enabled=true'];
+  const registrationOf = (objects: K8sObject[]) =>
+    z
+      .object({ webhooks: z.array(z.object({ name: z.string(), failurePolicy: z.string(), namespaceSelector: z.unknown(), clientConfig: z.object({ caBundle: z.string().optional(), service: z.record(z.string(), z.unknown()) }).strict() }).passthrough()) })
+      .passthrough()
+      .parse(objects.find((o) => o.kind === 'MutatingWebhookConfiguration'));
+  beforeAll(async () => {
+    caPem = (await generateCa(1, 'helm-chart-test-ca')).certPem;
+  });
+
+  it("renders infra/deploy/webhook's objects (with the release `ripple` in ripple-system): the same webhooks, pod, Service, budget and cert-manager chain", () => {
+    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', ...withCertManager]), 'helm template')).filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'webhook');
+    expectLikeOverlay(mine, '../webhook', { rename: (n) => n, onlyTheirs: [], onlyMine: [] });
+    const theirs = parseObjects(ok(run(kubectlBin, ['kustomize', path.join(root, 'infra', 'deploy', 'webhook')]), 'kustomize infra/deploy/webhook'));
+    const byKey = (list: K8sObject[]) => new Map(list.map((o) => [`${o.kind}/${o.metadata.name}`, o]));
+    const [m, t] = [byKey(mine), byKey(theirs)];
+    // The registration as a whole (failurePolicy, selectors, rules, paths, timeouts), and cert-manager's objects.
+    const webhooksOf = (o: K8sObject | undefined) => z.object({ webhooks: z.array(z.unknown()) }).passthrough().parse(o).webhooks;
+    expect(webhooksOf(m.get('MutatingWebhookConfiguration/ripple-ops-lifecycle'))).toEqual(webhooksOf(t.get('MutatingWebhookConfiguration/ripple-ops-lifecycle')));
+    expect(m.get('MutatingWebhookConfiguration/ripple-ops-lifecycle')?.metadata.annotations).toEqual(t.get('MutatingWebhookConfiguration/ripple-ops-lifecycle')?.metadata.annotations);
+    for (const k of ['Certificate/ripple-ops-lifecycle-webhook', 'Certificate/ripple-webhook-ca', 'Issuer/ripple-webhook-ca', 'Issuer/ripple-webhook-selfsigned']) expect(spec(m.get(k)!), k).toEqual(spec(t.get(k)!));
+    expect(m.get('ServiceAccount/ripple-ops-lifecycle-webhook')).toMatchObject({ automountServiceAccountToken: false });
+    // No roles: the pure webhook's identity is bound to nothing.
+    expect(mine.filter((o) => /Role/.test(o.kind))).toEqual([]);
+  });
+
+  it.each(Object.keys(MODES))('with either certificate source (%s): helm lint and a strict server-side dry run; a restricted pod; the caBundle is the given CA', (mode) => {
+    for (const [source, args] of [['existingSecret', withSecret()], ['certManager', withCertManager]] as const) {
+      const lint = run(helmBin, ['lint', '--strict', chart, ...MODES[mode]!, ...args]);
+      expect(lint.status, `${source}: ${lint.stdout}${lint.stderr}`).toBe(0);
+      expect(lint.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+      const text = ok(template([...MODES[mode]!, ...args]), `helm template ${source}`);
+      const objects = parseObjects(text);
+      const r = kubectl(['apply', '--server-side', '--dry-run=server', '--validate=strict', '--force-conflicts', '--field-manager=ripple-helm-test', '-f', '-'], text);
+      expect(r.stderr, `${mode} ${source}:\n${r.stderr}`).toBe('');
+      expect(r.stdout.trim().split('\n')).toHaveLength(objects.length);
+      const hooks = registrationOf(objects).webhooks;
+      expect(hooks.map((w) => [w.name, w.failurePolicy])).toEqual([['pod-readiness-gate.ops-lifecycle.ripple.dev', 'Fail'], ['pod-lifecycle.ops-lifecycle.ripple.dev', 'Ignore']]);
+      for (const w of hooks) {
+        expect(w.clientConfig.service, w.name).toMatchObject({ name: 'ripple-ops-lifecycle-webhook', namespace: sb.namespace, port: 443 });
+        // TLS verified, never skipped: the given CA, or cert-manager's injector fills it (the annotation).
+        if (source === 'existingSecret') expect(Buffer.from(w.clientConfig.caBundle ?? '', 'base64').toString('utf8')).toBe(caPem);
+        else expect(w.clientConfig.caBundle).toBeUndefined();
+      }
+      const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'ripple-ops-lifecycle-webhook');
+      const pod = z.object({ spec: z.object({ template: z.object({ spec: z.object({ securityContext: z.record(z.string(), z.unknown()), volumes: z.array(z.object({ name: z.string(), secret: z.object({ secretName: z.string() }).optional() }).passthrough()), containers: z.array(z.object({ securityContext: z.record(z.string(), z.unknown()) }).passthrough()) }).passthrough() }) }) }).parse(deployment).spec.template.spec;
+      expect(pod.volumes.find((v) => v.name === 'tls')?.secret?.secretName).toBe(source === 'existingSecret' ? 'webhook-tls' : 'ripple-ops-lifecycle-webhook-tls');
+      const eff = { ...pod.securityContext, ...pod.containers[0]!.securityContext };
+      expect(eff).toMatchObject({ runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(eff.runAsUser).toBeUndefined();
+    }
+  });
+
+  it('scopes the webhooks to config.watchNamespace when Ripple reconciles only that namespace; webhooks.namespaceSelector wins; a cert-manager issuer of your own', () => {
+    const selectorOf = (args: string[]) => registrationOf(parseObjects(ok(template([...withCertManager, ...args]), 'template'))).webhooks.map((w) => w.namespaceSelector);
+    const notSystem = { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-node-lease'] }] };
+    expect(selectorOf([])).toEqual([notSystem, notSystem]);
+    const only = { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a'] }] };
+    expect(selectorOf(['--set', 'config.watchNamespace=team-a'])).toEqual([only, only]);
+    expect(selectorOf(['--set', 'config.watchNamespace=team-a', '--set', 'webhooks.namespaceSelector.matchLabels.ops=on'])).toEqual([{ matchLabels: { ops: 'on' } }, { matchLabels: { ops: 'on' } }]);
+    const objects = parseObjects(ok(template([...withCertManager, '--set', 'webhooks.certificate.certManager.issuerRef.name=corp-ca', '--set', 'webhooks.certificate.certManager.issuerRef.kind=ClusterIssuer']), 'template'));
+    expect(objects.filter((o) => o.kind === 'Issuer' || o.metadata.name === 'ripple-webhook-ca')).toEqual([]);
+    expect(spec(objects.find((o) => o.kind === 'Certificate')!).issuerRef).toEqual({ name: 'corp-ca', kind: 'ClusterIssuer' });
+    expect(registrationOf(objects).webhooks[0]?.failurePolicy).toBe('Fail');
+    expect(registrationOf(parseObjects(ok(template([...withCertManager, '--set', 'webhooks.failurePolicy=Ignore']), 'template'))).webhooks.map((w) => w.failurePolicy)).toEqual(['Ignore', 'Ignore']);
+  });
+
+  it('refuses webhooks without a verifiable certificate, with a message saying what to set', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['--set', 'webhooks.enabled=true'], /webhooks.enabled needs a serving certificate for ripple-ops-lifecycle-webhook\.\S+\.svc: set webhooks.certificate.certManager.enabled=true .* or webhooks.certificate.existingSecret .* with webhooks.certificate.caBundle/],
+      [['--set', 'webhooks.enabled=true', '--set', 'webhooks.certificate.existingSecret=webhook-tls'], /webhooks.certificate.existingSecret needs webhooks.certificate.caBundle/],
+      [['--set', 'webhooks.enabled=true', '--set', 'webhooks.certificate.existingSecret=webhook-tls', '--set', 'webhooks.certificate.caBundle=LS0tLS1CRUdJTg=='], /at '\/webhooks\/certificate\/caBundle'/],
+      [[...withCertManager, '--set', 'webhooks.certificate.existingSecret=webhook-tls'], /webhooks.certificate: give certManager.enabled=true or existingSecret, not both/],
+      [['--set', 'webhooks.failurePolicy=Never'], /at '\/webhooks\/failurePolicy': value must be one of 'Fail', 'Ignore'/],
+      [['--set', 'webhooks.insecureSkipTLSVerify=true'], /at '\/webhooks': additional properties 'insecureSkipTLSVerify' not allowed/],
+    ];
+    for (const [args, message] of cases) {
+      const r = template(args);
+      expect(r.status, args.join(' ')).not.toBe(0);
+      expect(r.stderr, args.join(' ')).toMatch(message);
     }
   });
 });
