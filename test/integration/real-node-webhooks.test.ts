@@ -1,0 +1,120 @@
+import { AdmissionregistrationV1Api, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONTROL_LABEL, perIdKey, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
+import { generateCa, issueServingCertificate, type CertificateAuthority } from '../../runtime/webhook/certs.js';
+import { isReady } from '../fixtures/modelserving-fixtures.js';
+import { goClient } from '../fixtures/ops-lifecycle-go-client.js';
+import { RippleRelease } from '../harness/ripple-release.js';
+import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+
+// ops-lifecycle's admission webhooks installed by the chart (charts/ripple/templates/webhooks.yaml) as a
+// function pod of Ripple's image on the real node: the real kube-apiserver resolves the registration's
+// Service, dials it over TLS and verifies the pod's serving certificate against the caBundle from the values.
+// The certificate is the "existing Secret + CA bundle" option (cert-manager is not built here); the pod
+// serves whatever the Secret holds, so the TLS the API server verifies is the pod's own.
+let sb: TestSandbox;
+let release: RippleRelease;
+let admission: AdmissionregistrationV1Api;
+let ca: CertificateAuthority;
+
+const SECRET = 'webhook-serving-tls';
+const gatesOf = (p: V1Pod) => (p.spec?.readinessGates ?? []).map((g) => g.conditionType);
+
+function webhookValues(caBundle: string): Record<string, unknown> {
+  // all-in-one beside the webhook: two pods on 2 cores. The release reconciles only the test's namespace, so
+  // the chart scopes the registration to it (a cluster-wide Fail gate would refuse other tests' Pods).
+  return { mode: 'all-in-one', webhooks: { enabled: true, replicas: 1, certificate: { existingSecret: SECRET, caBundle } } };
+}
+
+/** A Pod the webhooks select (or not); only the webhook can have put the gate on it by the time create answers. */
+async function createPod(name: string, controlled = true): Promise<V1Pod> {
+  return sb.core.createNamespacedPod({
+    namespace: sb.namespace,
+    body: {
+      metadata: { name, labels: controlled ? { [CONTROL_LABEL]: 'true' } : {} },
+      spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
+    },
+  });
+}
+const deletePod = (name: string) => sb.core.deleteNamespacedPod({ name, namespace: sb.namespace, gracePeriodSeconds: 0 });
+const errorText = (e: unknown) => String((e as { body?: unknown }).body ?? e);
+
+describe('the chart’s admission webhooks as a function pod on the real node', () => {
+  beforeAll(async () => {
+    sb = await openSandbox('rn-hooks');
+    admission = sb.kc.makeApiClient(AdmissionregistrationV1Api);
+    release = await RippleRelease.prepare(sb, 'rw');
+    // The serving certificate for the name the API server dials: <service>.<namespace>.svc.
+    const service = release.object('ops-lifecycle-webhook');
+    ca = await generateCa(1, 'rn-webhooks-ca');
+    const serving = await issueServingCertificate(ca, [`${service}.${sb.namespace}.svc`, `${service}.${sb.namespace}.svc.cluster.local`], 1);
+    await sb.core.createNamespacedSecret({
+      namespace: sb.namespace,
+      body: { metadata: { name: SECRET }, type: 'kubernetes.io/tls', stringData: { 'tls.crt': serving.certPem, 'tls.key': serving.keyPem } },
+    });
+    const took = release.install(webhookValues(ca.certPem));
+    console.log(`real-node webhooks: helm install --wait took ${(took / 1000).toFixed(1)} s`);
+  }, 900_000);
+  afterAll(async () => {
+    await release?.uninstall();
+    await sb?.cleanup();
+  });
+
+  it('runs the webhook pod of Ripple’s image on the real node, registered through its Service with the given CA', async () => {
+    const pods = (await sb.core.listNamespacedPod({ namespace: sb.namespace, labelSelector: `app.kubernetes.io/instance=${release.name},app.kubernetes.io/component=webhook` })).items;
+    expect(pods).toHaveLength(1);
+    expect(isReady(pods[0]!), 'the webhook pod Ready (its HTTPS readiness probe)').toBe(true);
+    expect(pods[0]!.spec?.automountServiceAccountToken, 'a pure webhook holds no API credentials').toBe(false);
+    const hooks = await admission.readMutatingWebhookConfiguration({ name: release.object('ops-lifecycle') });
+    expect(hooks.webhooks?.map((w) => [w.name, w.failurePolicy])).toEqual([
+      ['pod-readiness-gate.ops-lifecycle.ripple.dev', 'Fail'],
+      ['pod-lifecycle.ops-lifecycle.ripple.dev', 'Ignore'],
+    ]);
+    for (const w of hooks.webhooks ?? []) {
+      expect(w.clientConfig.service, w.name).toMatchObject({ name: release.object('ops-lifecycle-webhook'), namespace: sb.namespace, port: 443 });
+      expect(w.clientConfig.url, w.name).toBeUndefined();
+      expect(Buffer.from(w.clientConfig.caBundle ?? '', 'base64').toString('utf8'), w.name).toBe(ca.certPem);
+      expect(w.namespaceSelector, w.name).toEqual({ matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: [sb.namespace] }] });
+    }
+  });
+
+  it('the API server calls the pod over verified TLS: a controlled Pod is created with the gate, and a Go client’s Begin is answered in the same write', async () => {
+    // The registration reaches the API server's webhook informer asynchronously; until then a Pod has no gate.
+    await waitFor('the webhook to put the gate on a probe Pod', 60_000, async () => {
+      const name = `probe-${Date.now()}`;
+      const created = await createPod(name).catch(() => undefined);
+      if (created) await deletePod(name);
+      return created !== undefined && gatesOf(created).includes(SERVICE_READY_CONDITION);
+    }, 500);
+    const pod = await createPod('gated');
+    expect(gatesOf(pod), 'added at CREATE by pod-readiness-gate').toEqual([SERVICE_READY_CONDITION]);
+    const uncontrolled = await createPod('uncontrolled', false);
+    expect(gatesOf(uncontrolled), 'outside the objectSelector').toEqual([]);
+    // pod-lifecycle (UPDATE): kuperator's Begin answered with pre-check in the same write.
+    const begun = await goClient(sb).begin('gated', { id: 'chart', type: 'update' });
+    expect(begun?.metadata?.labels).toHaveProperty(perIdKey('preCheck', 'chart'));
+  });
+
+  it('with a CA bundle that did not sign the pod’s certificate the API server refuses controlled Pods with a TLS error (failurePolicy Fail)', async () => {
+    const stranger = await generateCa(1, 'not-the-issuer');
+    release.install(webhookValues(stranger.certPem));
+    const err = await waitFor('a controlled Pod refused for an untrusted certificate', 60_000, async () => {
+      const name = `untrusted-${Date.now()}`;
+      try {
+        await createPod(name);
+        await deletePod(name);
+        return undefined;
+      } catch (e) {
+        return e;
+      }
+    }, 500);
+    console.log(`real-node webhooks: the API server's refusal: ${errorText(err)}`);
+    const service = release.object('ops-lifecycle-webhook');
+    expect(errorText(err)).toMatch(/failed calling webhook \\?"pod-readiness-gate\.ops-lifecycle\.ripple\.dev\\?"/);
+    // Dialled through the Service's name, and refused by the API server's own verification.
+    expect(errorText(err)).toContain(`https://${service}.${sb.namespace}.svc:443/ops-lifecycle/pod-readiness-gate`);
+    expect(errorText(err)).toMatch(/x509: certificate signed by unknown authority/);
+    // Pods the webhook does not select are not affected.
+    expect(gatesOf(await createPod('uncontrolled-2', false))).toEqual([]);
+  });
+});
