@@ -37,14 +37,17 @@ export class RippleRelease {
     private readonly kubeconfig: string,
   ) {}
 
-  /** Builds the image (at once when current), starts the node (at once when running) and Redis; installs nothing. */
-  static async prepare(sb: TestSandbox, name: string): Promise<RippleRelease> {
+  /**
+   * Builds the image (at once when current), starts the node (at once when running) and Redis; installs nothing.
+   * `where`: the sandbox outside a test run (a bench); by default the test run's.
+   */
+  static async prepare(sb: TestSandbox, name: string, where?: { kubeconfig: string; sandboxDir: string }): Promise<RippleRelease> {
     const work = mkdtempSync(path.join(tmpdir(), 'ripple-release-'));
     const node = realNode();
     const redis = await RedisProcess.start(['--bind', `127.0.0.1 ${node.ip}`]);
-    const release = new RippleRelease(sb, name, redis, work, inject('kubeconfig'));
+    const release = new RippleRelease(sb, name, redis, work, where?.kubeconfig ?? inject('kubeconfig'));
     ok(release.run('bash', [path.join(root, 'infra', 'images', 'build.sh'), 'ripple']), 'building Ripple’s image');
-    await useRealNode();
+    await useRealNode(where?.sandboxDir);
     const admin = new Redis(redis.url);
     await admin.config('SET', 'requirepass', release.redisPassword); // after start: the harness's readiness PING has none
     admin.disconnect();

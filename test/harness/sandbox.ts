@@ -16,8 +16,9 @@ export interface TestSandbox {
   cleanup(): Promise<void>;
 }
 
-export async function openSandbox(label: string): Promise<TestSandbox> {
-  const kc = loadKubeConfig({ kind: 'kubeconfig', path: inject('kubeconfig') });
+/** `where`: the cluster and Redis outside a test run (a bench); by default the global setup's. */
+export async function openSandbox(label: string, where?: { kubeconfig: string; redisUrl: string }): Promise<TestSandbox> {
+  const kc = loadKubeConfig({ kind: 'kubeconfig', path: where?.kubeconfig ?? inject('kubeconfig') });
   const core = kc.makeApiClient(CoreV1Api);
   const suffix = randomBytes(3).toString('hex');
   const namespace = `t-${label}-${suffix}`.toLowerCase().slice(0, 63);
@@ -30,7 +31,7 @@ export async function openSandbox(label: string): Promise<TestSandbox> {
       return false;
     }
   });
-  const redisUrl = inject('redisUrl');
+  const redisUrl = where?.redisUrl ?? inject('redisUrl');
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   const prefix = `ripple-test-${label}-${suffix}`;
   return {
