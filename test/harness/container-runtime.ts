@@ -4,6 +4,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const images = path.join(root, '.cache', 'control-plane', 'images');
@@ -52,6 +53,7 @@ export async function startContainerRuntime(opts: { archives: string[]; log?: (l
   }
   // Host paths podman creates on first use (runc's state, the netns mount point): removed at stop only when
   // this runtime created them.
+  sweepStale(log);
   const hostDirs = ['/run/runc', '/run/netns'].filter((d) => !existsSync(d));
   const dir = mkdtempSync(path.join(tmpdir(), 'ripple-podman-'));
   // On a tmpfs of its own: removing an unpacked image from this machine's disk (mounted with discard) took
@@ -61,7 +63,10 @@ export async function startContainerRuntime(opts: { archives: string[]; log?: (l
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`mounting a tmpfs for podman's storage on ${dir} failed: ${tmpfs.stderr}`);
   }
-  const env = writeConfig(dir);
+  writeFileSync(path.join(dir, 'owner'), String(process.pid));
+  writeFileSync(path.join(dir, 'host-dirs'), JSON.stringify(hostDirs));
+  writeConfig(dir);
+  const env = configEnv(dir);
   const podman = (args: string[]) => spawnSync('podman', args, { env, encoding: 'utf8', timeout: 120_000 });
   let service: ChildProcess | undefined;
   let stopped = false;
@@ -113,7 +118,7 @@ export function testcontainersEnv(runtime: ContainerRuntime): Record<string, str
   return { DOCKER_HOST: runtime.dockerHost, TESTCONTAINERS_RYUK_DISABLED: 'true', TESTCONTAINERS_HOST_OVERRIDE: '127.0.0.1' };
 }
 
-function writeConfig(dir: string): NodeJS.ProcessEnv {
+function writeConfig(dir: string): void {
   for (const d of ['storage', 'run', 'tmp', 'net']) mkdirSync(path.join(dir, d));
   // default_ulimits = []: podman's default nofile limit exceeds this machine's hard limit ("error setting
   // rlimits", docs/sandbox.md); netns = slirp4netns: no bridge or iptables (see above); a network config dir
@@ -140,6 +145,9 @@ function writeConfig(dir: string): NodeJS.ProcessEnv {
   );
   // No registry is searched for a short name: an image missing here fails instead of being looked for outside.
   writeFileSync(path.join(dir, 'registries.conf'), 'unqualified-search-registries = []\n');
+}
+
+function configEnv(dir: string): NodeJS.ProcessEnv {
   return {
     ...process.env,
     CONTAINERS_CONF: path.join(dir, 'containers.conf'),
@@ -159,6 +167,41 @@ async function ping(socket: string): Promise<boolean> {
     req.on('timeout', () => req.destroy());
     req.end();
   });
+}
+
+/**
+ * What a test run killed before its stop() left (its owner process is gone): its containers through podman
+ * (which also removes their network namespaces), then everything cleanUp removes.
+ */
+function sweepStale(log: (line: string) => void): void {
+  for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith('ripple-podman-'))) {
+    const dir = path.join(tmpdir(), name);
+    let owner = 0;
+    try {
+      owner = Number(readFileSync(path.join(dir, 'owner'), 'utf8'));
+    } catch {
+      continue; // being set up by another run, or not one of these
+    }
+    if (alive(owner)) continue;
+    spawnSync('podman', ['rm', '--all', '--force', '--time', '0'], { env: configEnv(dir), timeout: 60_000 });
+    let hostDirs: string[] = [];
+    try {
+      hostDirs = z.array(z.string()).parse(JSON.parse(readFileSync(path.join(dir, 'host-dirs'), 'utf8')));
+    } catch {
+      // written just after the owner: that run had not started podman yet
+    }
+    cleanUp(dir, hostDirs);
+    log(`container runtime: removed what a stopped test run (pid ${owner}) left in ${dir}`);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
