@@ -2,9 +2,10 @@ import { AdmissionregistrationV1Api, type V1Pod } from '@kubernetes/client-node'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTROL_LABEL, perIdKey, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
 import { generateCa, issueServingCertificate, type CertificateAuthority } from '../../runtime/webhook/certs.js';
+import { realNode } from '../../sandbox/real-node.js';
 import { isReady } from '../fixtures/modelserving-fixtures.js';
 import { goClient } from '../fixtures/ops-lifecycle-go-client.js';
-import { RippleRelease } from '../harness/ripple-release.js';
+import { RIPPLE_VERSION, RippleRelease } from '../harness/ripple-release.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // ops-lifecycle's admission webhooks installed by the chart (charts/ripple/templates/webhooks.yaml) as a
@@ -65,6 +66,8 @@ describe('the chart’s admission webhooks as a function pod on the real node', 
     expect(pods).toHaveLength(1);
     expect(isReady(pods[0]!), 'the webhook pod Ready (its HTTPS readiness probe)').toBe(true);
     expect(pods[0]!.spec?.automountServiceAccountToken, 'a pure webhook holds no API credentials').toBe(false);
+    expect(pods[0]!.spec?.nodeName).toBe(realNode().name);
+    expect(pods[0]!.status?.containerStatuses?.[0]?.image).toContain(`ripple.local/ripple:${RIPPLE_VERSION}`);
     const hooks = await admission.readMutatingWebhookConfiguration({ name: release.object('ops-lifecycle') });
     expect(hooks.webhooks?.map((w) => [w.name, w.failurePolicy])).toEqual([
       ['pod-readiness-gate.ops-lifecycle.ripple.dev', 'Fail'],
