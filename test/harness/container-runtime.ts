@@ -153,6 +153,8 @@ function configEnv(dir: string): NodeJS.ProcessEnv {
     CONTAINERS_CONF: path.join(dir, 'containers.conf'),
     CONTAINERS_STORAGE_CONF: path.join(dir, 'storage.conf'),
     CONTAINERS_REGISTRIES_CONF: path.join(dir, 'registries.conf'),
+    // Where podman load unpacks the archive first (by default /var/tmp).
+    TMPDIR: path.join(dir, 'tmp'),
   };
 }
 
