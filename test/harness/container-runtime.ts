@@ -51,9 +51,9 @@ export async function startContainerRuntime(opts: { archives: string[]; log?: (l
       throw new Error(`the image archive ${path.join(images, a)} is missing: run bash infra/images/build.sh ${a.replace(/\.tar$/, '')} (scripts/ensure-deps.sh does)`);
     }
   }
+  sweepStale(log);
   // Host paths podman creates on first use (runc's state, the netns mount point): removed at stop only when
   // this runtime created them.
-  sweepStale(log);
   const hostDirs = ['/run/runc', '/run/netns'].filter((d) => !existsSync(d));
   const dir = mkdtempSync(path.join(tmpdir(), 'ripple-podman-'));
   // On a tmpfs of its own: removing an unpacked image from this machine's disk (mounted with discard) took
