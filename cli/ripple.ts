@@ -23,6 +23,7 @@ import { modelServingRoleStatusReader } from '../functions/reconcile-modelservin
 import { opsApp, startOpsServer } from '../ops/server.js';
 import { QueueMetrics } from '../queue/metrics.js';
 import { loadProcessConfig, processConfigSchema } from '../runtime/config.js';
+import { HoldWhileUnready, serviceOfUrl } from '../runtime/dispatch-hold.js';
 import { httpReconcile, parseDispatchTargets, redactUrl } from '../runtime/dispatcher.js';
 import { functionModulePaths, loadFunctionModule, withFunctionModules } from '../runtime/function-modules.js';
 import { FunctionHost } from '../runtime/host.js';
@@ -60,6 +61,9 @@ Other:
   --redis-url URL         Redis (also REDIS_URL or REDIS_URL_FILE; with --sandbox a local redis-server is started)
   --functions a,b         worker: which functions' handlers to run in-process
   --dispatch fn=URL       worker: take fn's jobs from its queue and POST them to URL (repeatable)
+  --hold-until-ready      with --dispatch: each URL names a Service (<svc>.<ns>.svc…); hold its function's jobs in
+                          the queue, spending no retry, while the Service has no ready endpoint (functions on plain
+                          Kubernetes scaled to zero; Knative's activator holds calls itself)
   --function NAME         serve: the function to serve (also RIPPLE_FUNCTION)
   --port N                serve: the HTTP port (PORT, default 8080)
   --ops-port N            ops server port (RIPPLE_OPS_PORT, default 8081; 0 picks a free one)
@@ -105,6 +109,7 @@ async function main(): Promise<void> {
       'redis-url': { type: 'string' },
       functions: { type: 'string' },
       dispatch: { type: 'string', multiple: true },
+      'hold-until-ready': { type: 'boolean' },
       function: { type: 'string' },
       port: { type: 'string' },
       'ops-port': { type: 'string' },
@@ -133,6 +138,11 @@ async function main(): Promise<void> {
   const dispatch = parseDispatchTargets(values.dispatch ?? []);
   const inProcess = values.functions?.split(',').filter(Boolean);
   if (dispatch.length > 0 && mode !== 'worker') throw new Error('--dispatch is a worker option: ripple worker --dispatch fn=URL');
+  if (values['hold-until-ready'] && dispatch.length === 0) throw new Error('--hold-until-ready holds dispatched functions: give --dispatch fn=URL too');
+  const holdServices = new Map(dispatch.map((t) => [t.fn, values['hold-until-ready'] ? serviceOfUrl(t.url) : undefined]));
+  for (const t of dispatch) {
+    if (values['hold-until-ready'] && !holdServices.get(t.fn)) throw new Error(`--hold-until-ready: --dispatch ${t.fn}'s URL names no Service by its cluster name (http://<service>.<namespace>.svc.cluster.local…)`);
+  }
   for (const t of dispatch) {
     if (!functions.some((f) => f.name === t.fn)) throw new Error(`--dispatch ${t.fn}: unknown function; known: ${functions.map((f) => f.name).join(', ')}`);
     if (inProcess?.includes(t.fn)) throw new Error(`${t.fn} is both in --functions and --dispatch: run it one way`);
@@ -251,7 +261,9 @@ async function main(): Promise<void> {
     if (inProcess?.length || dispatch.length === 0) host.startWorkers(inProcess);
     if (dispatch.length > 0) {
       const urls = new Map(dispatch.map((t) => [t.fn, t.url]));
-      host.startWorkers(
+      // Filled right after the workers start, before their first fetch (BullMQ's run loop starts on the next tick).
+      const holds = new Map<string, HoldWhileUnready>();
+      const workers = host.startWorkers(
         dispatch.map((t) => t.fn),
         {
           via: (def) =>
@@ -261,9 +273,17 @@ async function main(): Promise<void> {
               token: config.RIPPLE_FUNCTION_TOKEN,
               timeoutMs: config.RIPPLE_DISPATCH_TIMEOUT_MS,
               leaseLeft: (key) => keyLeaseLeft(host.redis, host.prefix, def.name, key),
+              ...(holdServices.get(def.name) ? { onUndelivered: () => holds.get(def.name)?.refused() } : {}),
             }),
         },
       );
+      for (const [fn, service] of holdServices) {
+        const worker = workers.get(fn);
+        if (!service || !worker) continue;
+        const hold = new HoldWhileUnready({ kc, service, target: worker, log: log.child({ function: fn }) });
+        holds.set(fn, hold);
+        stopProducing.push(() => hold.stop());
+      }
       log.info({ dispatch: dispatch.map((t) => ({ function: t.fn, url: redactUrl(t.url) })), timeoutMs: config.RIPPLE_DISPATCH_TIMEOUT_MS }, 'dispatching over HTTP');
     }
   }

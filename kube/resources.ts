@@ -31,6 +31,7 @@ export const Resources = {
   service: { group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true },
   configMap: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true },
   event: { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true },
+  endpointSlice: { group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', plural: 'endpointslices', namespaced: true },
   deployment: { group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', namespaced: true },
   controllerRevision: { group: 'apps', version: 'v1', kind: 'ControllerRevision', plural: 'controllerrevisions', namespaced: true },
   lease: { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', namespaced: true },

@@ -275,7 +275,7 @@ local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPre
   redis.call('HDEL', KEYS[3], key)
   redis.call('ZREM', KEYS[8], key)
   -- A run that failed or asked to come back has not done what its version asked for: the next run keeps it.
-  if outcome == 'error' or outcome == 'requeue' then returnClaimedVersion(key) else redis.call('HDEL', KEYS[10], CLAIMED .. key) end
+  if outcome == 'error' or outcome == 'requeue' or outcome == 'unrun' then returnClaimedVersion(key) else redis.call('HDEL', KEYS[10], CLAIMED .. key) end
   local due = nil
   local dirty = redis.call('ZSCORE', KEYS[4], key)
   if dirty then
@@ -287,6 +287,10 @@ local function release(key, token, outcome, requeueAfterMs, backoffMs, jobKeyPre
     failures = redis.call('HINCRBY', KEYS[5], key, 1)
     backoff = tonumber(backoffMs)
     due = math.min(due or math.huge, now + backoff)
+  elseif outcome == 'unrun' then
+    -- Nothing ran (the dispatcher's function had no replica to take the call): neither a failure nor a success,
+    -- so the failure count, and with it the next backoff, stays as it was.
+    due = math.min(due or math.huge, now + tonumber(requeueAfterMs))
   else
     redis.call('HDEL', KEYS[5], key)
     if outcome == 'requeue' then
@@ -307,10 +311,12 @@ end
 `;
 
 /**
- * KEYS: scriptKeys() then BullMQ's bullAddKeys(). ARGV: key, token, outcome (success|terminal|error|requeue),
+ * KEYS: scriptKeys() then BullMQ's bullAddKeys(). ARGV: key, token, outcome (success|terminal|error|requeue|unrun),
  * requeueAfterMs, backoffMs, jobKeyPrefix, optionally bullAddArgs()'s three for the follow-up job.
  * The version the claim was woken at (kept with it since CLAIM) is dropped on success or a terminal error and
  * given back to the key on an error or a requeue, so the retry or the requeued run is woken at it too.
+ * `unrun` (nothing ran: the dispatcher's function had no replica to take the call) gives the version back and brings
+ * the key back after requeueAfterMs like a requeue, but leaves its failure count, and so its backoff, as it was.
  * backoffMs is the delay for this failure, computed by the worker from queue/backoff.ts: the policy
  * lives in one place, and the script only records the count and schedules the retry.
  * Releases the key and schedules what must follow: a request that came in meanwhile (dirty), a

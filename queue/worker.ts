@@ -32,6 +32,12 @@ export const DEFAULT_APPLY_RETRY: RetryPolicy = { attempts: 6, baseMs: 200, maxM
 export interface ReconcileOutcome {
   /** Reconcile this key again after this many ms (an earlier request for the key wins). */
   requeueAfterMs?: number;
+  /**
+   * Nothing ran: the reconcile was never delivered (the dispatcher's function had no replica to take the call). The
+   * key comes back after requeueAfterMs (0: as soon as the worker takes work again), and neither its failure count
+   * nor its backoff changes: waiting for a function to start spends no retry.
+   */
+  unrun?: boolean;
 }
 
 export interface ReconcileInfo {
@@ -93,8 +99,22 @@ interface FetchedClaim {
  */
 class ClaimingWorker extends Worker {
   fetch: ((args: unknown[]) => Promise<unknown>) | undefined;
+  /** Set while the worker holds its jobs (KeyedWorker.hold): fetches wait for it to resolve. */
+  held: Promise<void> | undefined;
 
-  protected override moveToActive(client: BullRedisClient, token: string, name?: string): Promise<Job> {
+  private heldNow(): Promise<void> | undefined {
+    return this.held;
+  }
+
+  protected override async moveToActive(client: BullRedisClient, token: string, name?: string): Promise<Job> {
+    // Held: the fetch waits here, before anything is taken from the queue, and goes on the moment the hold ends.
+    // BullMQ's own pause would not do: a fetch already blocked on the queue's marker takes one job when it wakes.
+    if (this.held) {
+      // Read afresh after each wait: a hold may end and another begin meanwhile.
+      for (let h = this.heldNow(); h !== undefined && this.closing === undefined; h = this.heldNow()) await h;
+      // Closed while held: take nothing (no job, as an empty queue answers).
+      if (this.closing !== undefined) return this.nextJobFromJobData(undefined, undefined, token);
+    }
     const fetch = this.fetch;
     if (!fetch) return super.moveToActive(client, token, name);
     // BullMQ's Scripts call `client.runCommand(name, args)`; only moveToActive goes through this client, whose
@@ -143,6 +163,8 @@ export interface KeyedWorkerOptions {
   reconcile: (info: ReconcileInfo) => Promise<ReconcileOutcome | void>;
   /** Called for the resync tick's job: enqueue every primary object. */
   resync?: (log: Logger) => Promise<number>;
+  /** While held (hold()), how often delayed jobs that have come due are made waiting (default 1 s). */
+  heldPromoteMs?: number;
 }
 
 /**
@@ -151,6 +173,7 @@ export interface KeyedWorkerOptions {
  */
 export class KeyedWorker {
   readonly worker: Worker;
+  private readonly claiming: ClaimingWorker;
   private readonly name: string;
   private readonly leaseMs: number;
   /** The leases of the claims this worker runs, by BullMQ job id. */
@@ -161,6 +184,9 @@ export class KeyedWorker {
   private readonly log: Logger;
   /** The keys RELEASE_AND_FINISH sends after moveToFinished's (bull-scripts.ts finishAddKeys), checked on first use. */
   private finishAddKeys: readonly string[] | undefined;
+  /** While held: ends the hold (resolves the fetches' wait). */
+  private endHold: (() => void) | undefined;
+  private promoter: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: KeyedWorkerOptions) {
     this.name = opts.queue.name;
@@ -186,6 +212,7 @@ export class KeyedWorker {
     // Set before the worker's run loop first fetches (it starts asynchronously, after this constructor).
     worker.fetch = (args) => this.fetchAndClaim(args);
     this.worker = worker;
+    this.claiming = worker;
     this.worker.on('error', (err) => this.log.error({ err: String(err) }, 'worker error'));
     // BullMQ could not extend these jobs' locks (Redis unreachable, or its event loop was blocked): the
     // stalled-job check may hand them to another worker, so their handlers must stop now.
@@ -258,7 +285,7 @@ export class KeyedWorker {
     m?.queueDuration.observe(labels, Math.max(0, startedAt - job.timestamp - (job.opts.delay ?? 0)) / 1000);
     // controller_runtime_active_workers and the in-progress gauges (workqueue_unfinished_work_seconds, …).
     const processed = m?.startProcessing(this.name);
-    let outcome: 'success' | 'terminal' | 'error' | 'requeue' = 'success';
+    let outcome: 'success' | 'terminal' | 'error' | 'requeue' | 'unrun' = 'success';
     let requeueAfterMs = 0;
     let failure: unknown;
     try {
@@ -277,7 +304,10 @@ export class KeyedWorker {
         ...(minResourceVersion !== undefined ? { minResourceVersion } : {}),
       };
       const result = await this.runBounded(lease, () => this.opts.reconcile(info), log);
-      if (result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0) {
+      if (result?.unrun) {
+        outcome = 'unrun';
+        requeueAfterMs = Math.max(0, result.requeueAfterMs ?? 0);
+      } else if (result?.requeueAfterMs !== undefined && result.requeueAfterMs >= 0) {
         outcome = 'requeue';
         requeueAfterMs = result.requeueAfterMs;
       }
@@ -294,10 +324,10 @@ export class KeyedWorker {
     m?.workDuration.observe(labels, seconds);
     m?.reconcileTime.observe({ controller: this.name }, seconds);
 
-    if (outcome === 'success' || outcome === 'requeue') {
+    if (outcome === 'success' || outcome === 'requeue' || outcome === 'unrun') {
       // The steady state: RELEASE runs in the same script as BullMQ finishing this job (and fetching the
-      // next), when BullMQ completes it; see finishWithRelease.
-      await this.finishWithRelease(job, key, verdict.token, outcome, requeueAfterMs, log);
+      // next), when BullMQ completes it; see finishWithRelease. An unrun job comes back under its own reason.
+      await this.finishWithRelease(job, key, verdict.token, outcome, requeueAfterMs, log, reason);
       return outcome;
     }
     const released = await this.release(key, verdict.token, outcome, requeueAfterMs, log);
@@ -332,13 +362,15 @@ export class KeyedWorker {
    * pending job earlier (the only follow-up a script cannot do, retried; should every attempt fail,
    * the pending job still runs, at its later time).
    */
-  private async finishWithRelease(job: Job, key: string, token: string, outcome: 'success' | 'requeue', requeueAfterMs: number, log: () => Logger): Promise<void> {
+  private async finishWithRelease(job: Job, key: string, token: string, outcome: 'success' | 'requeue' | 'unrun', requeueAfterMs: number, log: () => Logger, reason: string): Promise<void> {
     const q = this.opts.queue;
-    const releaseArgs = [key, token, outcome, String(Math.round(requeueAfterMs)), '0', q.keys.jobKeyPrefix, ...(await q.addArgs(key, outcome === 'requeue' ? 'requeue' : 'dirty'))];
+    const followUpReason = outcome === 'requeue' ? 'requeue' : outcome === 'unrun' ? reason : 'dirty';
+    const releaseArgs = [key, token, outcome, String(Math.round(requeueAfterMs)), '0', q.keys.jobKeyPrefix, ...(await q.addArgs(key, followUpReason))];
     const scripts = this.worker.scripts;
     job.moveToCompleted = async (returnValue: unknown, bullToken: string, fetchNext = true) => {
       await this.worker.waitUntilReady();
-      const args = scripts.moveToCompletedArgs(job, JSON.stringify(returnValue), job.opts.removeOnComplete ?? false, bullToken, fetchNext);
+      // Held: this completion fetches (and claims) no next job; the held fetch loop takes it when the hold ends.
+      const args = scripts.moveToCompletedArgs(job, JSON.stringify(returnValue), job.opts.removeOnComplete ?? false, bullToken, fetchNext && !this.claiming.held);
       // Ripple's keys, BullMQ's, then the add's own; RELEASE's arguments then BullMQ's; each list built once (this
       // runs for every job).
       const keys = [...q.scriptKeys];
@@ -360,7 +392,7 @@ export class KeyedWorker {
       job.returnvalue = returnValue;
       job.finishedOn = Number(args[BULL_FINISH_KEYS + 1]);
       job.attemptsMade += 1;
-      await this.afterRelease(key, releasedFrom(releasedRaw), outcome, requeueAfterMs, log);
+      await this.afterRelease(key, releasedFrom(releasedRaw), outcome, requeueAfterMs, log, followUpReason);
       if (typeof finished === 'number' && finished < 0) throw scripts.finishedErrors({ code: finished, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
       // As BullMQ's Scripts.moveToFinished answers: [] when no next job (the worker then marks itself drained
       // and resets its delays before blocking for the next one).
@@ -396,17 +428,22 @@ export class KeyedWorker {
   }
 
   /** Metrics, logs and the follow-up that is left to do after a release of a claim that succeeded. */
-  private async afterRelease(key: string, released: Released, outcome: 'success' | 'requeue', requeueAfterMs: number, log: () => Logger): Promise<void> {
+  private async afterRelease(key: string, released: Released, outcome: 'success' | 'requeue' | 'unrun', requeueAfterMs: number, log: () => Logger, followUpReason: string): Promise<void> {
     const m = this.opts.metrics;
     if (released.stale) {
       m?.reconcileTotal.inc({ controller: this.name, result: 'fenced' });
       log().warn('lost the claim before releasing; the key is reconciled by its new holder');
       return;
     }
-    m?.reconcileTotal.inc({ controller: this.name, result: outcome === 'requeue' ? 'requeue_after' : 'success' });
-    if (this.log.isLevelEnabled('debug')) log().debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined }, 'reconciled');
+    if (outcome === 'unrun') {
+      m?.reconcileTotal.inc({ controller: this.name, result: 'unrun' });
+      if (this.log.isLevelEnabled('debug')) log().debug({ requeueAfterMs }, 'not run: no replica took the call; the key waits without spending a retry');
+    } else {
+      m?.reconcileTotal.inc({ controller: this.name, result: outcome === 'requeue' ? 'requeue_after' : 'success' });
+      if (this.log.isLevelEnabled('debug')) log().debug({ requeueAfterMs: outcome === 'requeue' ? requeueAfterMs : undefined }, 'reconciled');
+    }
     try {
-      await this.applyFollowUp(key, released.next, outcome === 'requeue' ? 'requeue' : 'dirty', log);
+      await this.applyFollowUp(key, released.next, followUpReason, log);
     } catch {
       // Logged by applyFollowUp. The job is finished already: the pending job this would have moved
       // earlier still runs at its own time.
@@ -509,9 +546,73 @@ export class KeyedWorker {
     }
   }
 
+  /**
+   * Takes no new job until resume(): the queue keeps them (waiting, counted by its metrics), and nothing is claimed,
+   * so no retry is spent on them. Jobs already running go on. Delayed jobs that come due meanwhile (a backoff, a
+   * requeueAfter, the resync tick) are made waiting, which only fetching would otherwise do, so the queue's waiting
+   * count (what KEDA scales a function on) shows them too. The dispatcher holds a function's jobs while it has no
+   * ready replica.
+   */
+  hold(): void {
+    if (this.endHold) return;
+    this.claiming.held = new Promise<void>((resolve) => {
+      this.endHold = resolve;
+    });
+    const every = this.opts.heldPromoteMs ?? 1_000;
+    this.promoter = setInterval(() => void this.promoteDue().catch((err: unknown) => this.log.warn({ err: errorText(err) }, 'could not promote due delayed jobs while held')), every);
+    this.promoter.unref();
+    this.log.info('holding jobs: taking none until resumed');
+  }
+
+  /** Ends hold(): the waiting fetches take work at once. */
+  resume(): void {
+    if (!this.endHold) return;
+    clearInterval(this.promoter);
+    this.promoter = undefined;
+    this.claiming.held = undefined;
+    this.endHold();
+    this.endHold = undefined;
+    // A fetch may be blocked on the queue's marker rather than held (the markers of the held jobs were taken
+    // meanwhile): a new marker wakes it, so the waiting work goes out now and not at its block timeout. A spare
+    // marker costs one empty fetch.
+    void this.opts.connection.zadd(this.opts.queue.bull.keys.marker ?? this.opts.queue.bull.toKey('marker'), 0, '0').catch(() => undefined);
+    this.log.info('resumed: taking jobs');
+  }
+
+  get isHeld(): boolean {
+    return this.endHold !== undefined;
+  }
+
+  /**
+   * Makes the delayed jobs that are due waiting (earliest first, a page at a time). The resync tick is run here
+   * instead, and put off by its interval: it needs no function, and made waiting it would wake the function every
+   * interval even with nothing to reconcile. The keys it enqueues are what wakes it.
+   */
+  private async promoteDue(): Promise<void> {
+    const page = 100;
+    for (;;) {
+      const due = (await this.opts.queue.bull.getDelayed(0, page - 1)).filter((j) => j.timestamp + (j.opts.delay ?? j.delay ?? 0) <= Date.now());
+      // A job that was promoted, taken or removed meanwhile (by another replica) throws: nothing to do for it.
+      await Promise.all(due.map((j) => (j.name === RESYNC_JOB ? this.resyncWhileHeld(j) : j.promote()).catch(() => undefined)));
+      if (due.length < page) return;
+    }
+  }
+
+  private async resyncWhileHeld(job: Job): Promise<void> {
+    const scheduler = job.repeatJobKey ? await this.opts.queue.bull.getJobScheduler(job.repeatJobKey) : undefined;
+    const every = Number(job.opts.repeat?.every ?? scheduler?.every ?? 60_000);
+    await job.changeDelay(every);
+    const swept = await sweepQueue(this.opts.queue, this.log);
+    const n = (await this.opts.resync?.(this.log)) ?? 0;
+    this.log.debug({ enqueued: n, swept }, 'resync tick run while held');
+  }
+
   /** Graceful: finishes in-flight reconciles and takes no new ones. */
   async close(): Promise<void> {
-    await this.worker.close();
+    const closing = this.worker.close();
+    // A held fetch gives up once the worker is closing (see ClaimingWorker.moveToActive).
+    this.resume();
+    await closing;
   }
 }
 

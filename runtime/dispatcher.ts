@@ -54,6 +54,29 @@ export interface HttpReconcileOptions {
    * paused cannot write beside the next one.
    */
   leaseLeft?: (key: string) => Promise<number>;
+  /**
+   * Set where the function's Service may have no pod to take a call (plain Kubernetes, scaled to zero): a call that
+   * never reached one (connection refused, no route, connect timeout) is then not a failure. The job goes back to
+   * the queue without spending a retry ({ unrun: true }), and this is told, to hold the function's jobs
+   * (HoldWhileUnready.refused). Unset (Knative, whose activator holds calls itself; OpenFaaS's gateway), such a
+   * call is a transient failure as any other.
+   */
+  onUndelivered?: () => void;
+}
+
+/** The call never reached the function: nothing listened behind the address, or no connection could be made. */
+export class UndeliveredError extends ConnectivityError {}
+
+/** Connection errors that prove the request was never sent (unlike a reset or a timeout after connecting). */
+const UNDELIVERED_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function errorCode(err: unknown): string | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const code = (err as Error & { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  // undici wraps the socket's error as fetch's cause; an AggregateError when several addresses were tried.
+  if (err instanceof AggregateError) return err.errors.map(errorCode).find((c) => c !== undefined);
+  return errorCode(err.cause);
 }
 
 async function readBody(res: Response): Promise<unknown> {
@@ -73,7 +96,8 @@ async function readBody(res: Response): Promise<unknown> {
  *
  * 2xx → done (its requeueAfterMs becomes the queue's requeueAfter); 422 → TerminalError (not retried);
  * anything else — 5xx, 429 busy, 404 while a Knative revision is not ready, a timeout, a refused
- * connection — is transient and retried with the key's backoff.
+ * connection — is transient and retried with the key's backoff, except a call that reached no pod when
+ * onUndelivered is set: that one goes back to the queue unrun.
  */
 export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['reconcile'] {
   const doFetch = opts.fetch ?? fetch;
@@ -89,6 +113,11 @@ export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['r
       if (left > 0) {
         info.log.debug({ waitMs: left }, "the function's key lease is still alive; keeping the key until it runs out");
         await new Promise((resolve) => setTimeout(resolve, left));
+      }
+      if (opts.onUndelivered && err instanceof UndeliveredError) {
+        opts.onUndelivered();
+        info.log.debug({ err: err.message }, 'the call reached no pod of the function; the key goes back to the queue without spending a retry');
+        return { unrun: true };
       }
       throw err;
     }
@@ -119,8 +148,9 @@ function post(opts: HttpReconcileOptions, shownUrl: string, doFetch: typeof fetc
       });
     } catch (err) {
       const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+      const code = timedOut ? undefined : errorCode(err);
       // The cause's text may quote the URL it tried, credentials included.
-      throw new ConnectivityError(
+      throw new (code !== undefined && UNDELIVERED_CODES.has(code) ? UndeliveredError : ConnectivityError)(
         timedOut ? `POST ${shownUrl}: no answer within ${opts.timeoutMs} ms` : `POST ${shownUrl}: ${redactUrl(err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err))}`,
       );
     }

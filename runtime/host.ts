@@ -108,10 +108,11 @@ export class FunctionHost {
   /**
    * Starts workers for the named functions (all when none are named). `via` replaces the in-process
    * handler with another reconcile (the dispatcher's HTTP call); claim, release and backoff stay the
-   * KeyedWorker's, so the queue contracts hold either way.
+   * KeyedWorker's, so the queue contracts hold either way. Returns the workers it started, by function.
    */
-  startWorkers(names?: string[], opts: { via?: (def: FunctionDefinition) => KeyedWorkerOptions['reconcile'] } = {}): void {
+  startWorkers(names?: string[], opts: { via?: (def: FunctionDefinition) => KeyedWorkerOptions['reconcile'] } = {}): Map<string, KeyedWorker> {
     const defs = names?.length ? names.map((n) => this.definition(n)) : this.opts.functions;
+    const started = new Map<string, KeyedWorker>();
     for (const def of defs) {
       const queue = this.queue(def.name);
       const connection = createRedis(this.opts.redisUrl, { maxRetriesPerRequest: null });
@@ -131,8 +132,10 @@ export class FunctionHost {
         resync: () => this.resync(def.name),
       });
       this.workers.push(worker);
+      started.set(def.name, worker);
       this.opts.log.info({ function: def.name, concurrency: def.concurrency ?? 4, dispatched: opts.via !== undefined }, 'worker started');
     }
+    return started;
   }
 
   /** Installs (or updates) every function's resync tick. Safe to call from every replica. */

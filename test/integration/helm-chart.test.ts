@@ -106,6 +106,7 @@ const MODES: Record<string, string[]> = {
   'scaled with KEDA and monitoring': ['--set', 'mode=scaled', '--set', 'keda.enabled=true', ...MONITORING, '--set', 'redis.deploy=false', '--set', 'redis.url=redis://redis.example:6379'],
   'serverless on Knative': ['--set', 'mode=serverless', '--set', `functionToken.value=${TOKEN}`, ...MONITORING],
   'serverless on OpenFaaS': ['--set', 'mode=serverless', '--set', 'serverless.platform=openfaas', '--set', `functionToken.value=${TOKEN}`, ...MONITORING],
+  'serverless on Kubernetes with KEDA': ['--set', 'mode=serverless', '--set', 'serverless.platform=kubernetes', '--set', `functionToken.value=${TOKEN}`, ...MONITORING],
 };
 /** The values files the docs show (charts/ripple/examples), each a way a platform team installs Ripple. */
 const EXAMPLES = readdirSync(path.join(chart, 'examples')).filter((f) => f.endsWith('.yaml')).sort();
@@ -399,8 +400,9 @@ describe('charts/ripple', () => {
         expect(config.RIPPLE_FUNCTION_TOKEN).toBe('a-token-of-at-least-16-chars');
       }
     }
-    // all, watcher, ops, a worker and a Knative `serve` per function, and the dispatcher for Knative and OpenFaaS.
-    expect(checked.size).toBe(3 + 2 * FUNCTIONS.length + 2);
+    // all, watcher, ops, a worker and a `serve` per function (Knative's and plain Kubernetes' alike), and the
+    // dispatcher for Knative, OpenFaaS and plain Kubernetes (--hold-until-ready).
+    expect(checked.size).toBe(3 + 2 * FUNCTIONS.length + 3);
     // The image's entrypoint is `node --import tsx cli/ripple.ts`: the same CLI as bin/ripple.js, whose
     // argument parser is strict (an unknown flag fails). One run per distinct command line, two at a time.
     const lines = [...checked.values()];

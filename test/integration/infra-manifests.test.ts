@@ -25,7 +25,7 @@ const deploy = path.join(root, 'infra', 'deploy');
 const kubectlBin = existsSync(path.join(root, '.cache/control-plane/bin/kubectl')) ? path.join(root, '.cache/control-plane/bin/kubectl') : 'kubectl';
 // The last two: ops-lifecycle's admission webhooks served as a Knative Service / through the OpenFaaS gateway
 // (each applied on its own; ops-lifecycle-webhook-manifests.test.ts checks them against the code's webhooks).
-const BUILDS = ['overlays/all-in-one', 'overlays/scaled', 'overlays/serverless', 'openfaas/control-plane', 'openfaas/functions-rbac', 'components/knative/webhook', 'openfaas/webhook'] as const;
+const BUILDS = ['overlays/all-in-one', 'overlays/scaled', 'overlays/serverless', 'overlays/serverless-kubernetes', 'openfaas/control-plane', 'openfaas/functions-rbac', 'components/knative/webhook', 'openfaas/webhook'] as const;
 /** Fewer objects than this from a build means it lost some; the webhook builds are small. */
 const MIN_OBJECTS: Partial<Record<(typeof BUILDS)[number], number>> = { 'components/knative/webhook': 3, 'openfaas/webhook': 1 };
 const FUNCTIONS = ['reconcile-modelserving', 'reconcile-autoscaler', 'ops-lifecycle', 'emit-events'];
@@ -367,6 +367,40 @@ describe('infra/deploy manifests', () => {
     expect(targets.map((t) => t.fn).sort()).toEqual([...FUNCTIONS].sort());
     // A whole call fits in the grace period: SIGTERM waits for in-flight calls.
     expect(podTemplate(dispatcher).template.spec.terminationGracePeriodSeconds).toBeGreaterThan(300);
+  });
+
+  it('serverless on plain Kubernetes: each function a Deployment running `ripple serve` behind a Service, scaled from 0 by KEDA on its queue; the dispatcher holds jobs until a pod is ready', () => {
+    const { objects } = build('overlays/serverless-kubernetes');
+    const accounts = new Set(of(objects, 'ServiceAccount').map((s) => s.metadata.name));
+    const services = of(objects, 'Service').filter((s) => s.apiVersion === 'v1');
+    const scaled = of(objects, 'ScaledObject');
+    for (const fn of FUNCTIONS) {
+      const d = of(objects, 'Deployment').find((o) => o.metadata.name === fn)!;
+      expect(d, fn).toBeDefined();
+      const t = podTemplate(d).template.spec;
+      expect(accounts).toContain(t.serviceAccountName);
+      expect(t.serviceAccountName).toBe(`ripple-worker-${fn}`);
+      const c = t.containers[0]!;
+      expect(c.args).toEqual(['serve', '--function', fn]);
+      expect(c.env.find((e) => e.name === 'PORT')?.value).toBe('8081');
+      expect(c.readinessProbe?.httpGet?.path).toBe('/readyz');
+      const svc = services.find((s) => s.metadata.name === fn)!;
+      expect(z.object({ ports: z.array(z.object({ port: z.number(), targetPort: z.string() })) }).parse(spec(svc)).ports).toEqual([expect.objectContaining({ port: 80, targetPort: 'ops' })]);
+      const so = z
+        .object({ scaleTargetRef: z.object({ name: z.string() }), minReplicaCount: z.number(), triggers: z.array(z.object({ type: z.string(), metadata: z.record(z.string(), z.string()) })) })
+        .parse(spec(scaled.find((s) => s.metadata.name === fn)!));
+      expect(so.scaleTargetRef.name).toBe(fn);
+      expect(so.minReplicaCount).toBe(0);
+      expect(so.triggers[0]!.metadata.query).toContain(`queue="${fn}"`);
+    }
+    const dispatcher = of(objects, 'Deployment').find((d) => d.metadata.name === 'ripple-dispatcher')!;
+    const args = podTemplate(dispatcher).template.spec.containers[0]!.args;
+    expect(args).toContain('--hold-until-ready');
+    const targets = parseDispatchTargets(args.filter((_, i) => args[i - 1] === '--dispatch'));
+    for (const t of targets) expect(t.url).toBe(`http://${t.fn}.ripple-system.svc.cluster.local`);
+    // The watch it holds on: its functions' EndpointSlices, read-only, in its own namespace only.
+    const role = of(objects, 'Role').find((r) => r.metadata.name === 'ripple-dispatcher')!;
+    expect(z.object({ rules: z.array(z.unknown()) }).parse(role).rules).toEqual([{ apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] }]);
   });
 
   it('the OpenFaaS stack is valid, its functions run `ripple serve` (or the webhook function) under identities that exist, and the dispatcher reaches the served ones', () => {

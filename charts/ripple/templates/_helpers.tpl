@@ -259,7 +259,7 @@ volumes:
 {{/*
 A Deployment of one Ripple process. dict "root" $ "name" NAME "component" C ["function" FN] "identity" ID
 "replicas" N "grace" S "args" LIST "values" COMPONENT-VALUES ["opsToken" BOOL] ["functionToken" BOOL]
-["extraEnv" LIST]. COMPONENT-VALUES (allInOne, watcher, ops, workers, serverless.dispatcher) may set every
+["extraEnv" LIST] ["readinessPeriodSeconds" N]. COMPONENT-VALUES (allInOne, watcher, ops, workers, serverless.dispatcher) may set every
 pod setting the chart sets chart-wide (resources, nodeSelector, …); theirs win, lists add up.
 */}}
 {{- define "ripple.deployment" -}}
@@ -332,7 +332,7 @@ spec:
             failureThreshold: {{ $root.Values.startupProbe.failureThreshold }}
           readinessProbe:
             httpGet: { path: /readyz, port: ops }
-            periodSeconds: 10
+            periodSeconds: {{ .readinessPeriodSeconds | default 10 }}
           livenessProbe:
             httpGet: { path: /healthz, port: ops }
             periodSeconds: 20

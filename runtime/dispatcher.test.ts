@@ -1,0 +1,58 @@
+import { createServer } from 'node:net';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { ReconcileInfo } from '../queue/worker.js';
+import { ConnectivityError } from './errors.js';
+import { httpReconcile, UndeliveredError } from './dispatcher.js';
+
+/** A loopback port nothing listens on: bound, read, closed. A connect to it is refused by the kernel. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return address.port;
+}
+
+const info = (): ReconcileInfo => ({ key: 'ns/a', reconcileId: 'r-1', reason: 'test', log: pino({ level: 'silent' }), token: '1', signal: new AbortController().signal });
+
+describe('httpReconcile on a refused connection', () => {
+  it('without onUndelivered: a transient failure, as before (Knative, OpenFaaS)', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const err = await httpReconcile({ fn: 'f', url, timeoutMs: 2_000 })(info()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(UndeliveredError);
+    expect(err).toBeInstanceOf(ConnectivityError);
+    expect(String(err)).toMatch(/ECONNREFUSED|connect/);
+  });
+
+  it('with onUndelivered: the job goes back unrun, and the hold is told', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    let told = 0;
+    const outcome = await httpReconcile({ fn: 'f', url, timeoutMs: 2_000, onUndelivered: () => void told++ })(info());
+    expect(outcome).toEqual({ unrun: true });
+    expect(told).toBe(1);
+  });
+
+  it('a call that reached a server and failed stays a failure, with onUndelivered too', async () => {
+    const server = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    try {
+      let told = 0;
+      const err = await httpReconcile({ fn: 'f', url: `http://127.0.0.1:${address.port}`, timeoutMs: 2_000, onUndelivered: () => void told++ })(info()).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ConnectivityError);
+      expect(err).not.toBeInstanceOf(UndeliveredError);
+      expect(told).toBe(0);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
