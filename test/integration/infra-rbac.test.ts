@@ -290,6 +290,16 @@ describe('least-privilege RBAC, with real ServiceAccount tokens', () => {
     await refused(id, 'PATCH', `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${ns()}/modelservings/absent/status`, { status: {} }, 'application/merge-patch+json');
   });
 
+  it('dispatcher: lists and watches EndpointSlices in its own namespace only (--hold-until-ready), and reads or writes none', async () => {
+    const slices = `/apis/discovery.k8s.io/v1/namespaces/${ns()}/endpointslices`;
+    await allowed('dispatcher', 'GET', `${slices}?labelSelector=kubernetes.io%2Fservice-name%3Dfn`);
+    await allowed('dispatcher', 'GET', `${slices}?watch=1&timeoutSeconds=1`);
+    await refused('dispatcher', 'GET', `${slices}/fn-abcde`);
+    await refused('dispatcher', 'GET', '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices');
+    await refused('dispatcher', 'GET', '/apis/discovery.k8s.io/v1/endpointslices');
+    await refused('dispatcher', 'POST', slices, { metadata: { name: 'by-dispatcher' }, addressType: 'IPv4', endpoints: [] });
+  });
+
   it('covers every shipped function: the watcher may list+watch each trigger, and the worker, dispatcher and ops may list each primary', async () => {
     const resource = (r: ResourceRef) => ({ group: r.group, resource: r.plural });
     const functions = allFunctions();
