@@ -7,7 +7,7 @@ import type { WorkQueue } from '../queue/work-queue.js';
  * delayed jobs (requeueAfter, backoff retries, the resync tick) and active ones, so scaling on it
  * lets workers go away while work is pending or running.
  */
-export const JOB_STATES = ['waiting', 'delayed', 'prioritized', 'active', 'paused', 'waiting-children', 'completed', 'failed'] as const;
+export const JOB_STATES = ['waiting', 'delayed', 'prioritized', 'active', 'waiting-children', 'completed', 'failed'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 export const JOB_COUNT_METRIC = 'bullmq_job_count';

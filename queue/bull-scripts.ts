@@ -68,23 +68,23 @@ end
 
 /**
  * Lua: `bullFinish(KEYS, ARGV)` is BullMQ's moveToFinished (a job to completed or failed, fetching the
- * next one), called with the keys and arguments BullMQ's Scripts.moveToCompletedArgs built.
+ * next one), called with the keys and arguments BullMQ's RedisQueueBackend.moveToCompletedArgs built.
  */
 export const BULL_FINISH_LUA = asFunction('bullFinish', bullScript('moveToFinished-14.js'));
 
 /**
  * Lua: `bullMoveToActive(KEYS, ARGV)` is BullMQ's moveToActive (the next waiting job to active, under the
- * worker's lock), called with the keys and arguments BullMQ's Scripts.moveToActive built.
+ * worker's lock), called with the keys and arguments BullMQ's RedisQueueBackend.moveToActive built.
  */
 export const BULL_MOVE_TO_ACTIVE_LUA = asFunction('bullMoveToActive', bullScript('moveToActive-11.js'));
 
-/** How many keys BullMQ's moveToActive and moveToFinished take (their Scripts' key lists). */
+/** How many keys BullMQ's moveToActive and moveToFinished take (RedisQueueBackend's key lists). */
 export const BULL_MOVE_TO_ACTIVE_KEYS = 11;
 export const BULL_FINISH_KEYS = 14;
 
 /**
  * Where bullAddKeys()'s nine keys sit among moveToFinished's fourteen (0-based; -1: not there), for a job
- * completed (BullMQ's Scripts.moveToCompletedArgs order: wait, active, prioritized, events, stalled, limiter,
+ * completed (BullMQ's RedisQueueBackend.moveToCompletedArgs order: wait, active, prioritized, events, stalled, limiter,
  * delayed, paused, meta, pc, completed, the job, metrics, marker). RELEASE_AND_FINISH sends each key once:
  * moveToFinished's, then the one the add alone needs (the id counter). Lua's indexes in RELEASE_AND_FINISH
  * follow this list; finishAddKeys() checks it against the keys BullMQ built.
@@ -120,7 +120,7 @@ const capturedArgs = z.tuple([z.instanceof(Buffer), z.string(), z.instanceof(Buf
 
 /**
  * The three ARGV BullMQ's addStandardJob takes for a job named `name` with `data` and `opts` (no id,
- * no delay): built by BullMQ itself (its Job and Scripts.addJob, with a client that only records), so
+ * no delay): built by BullMQ itself (its Job.addJob, with a client that only records), so
  * options, timestamps and encoding are exactly what Queue.add would send.
  */
 export async function bullAddArgs(queue: Queue, name: string, data: unknown, opts: Record<string, unknown>): Promise<[Buffer, string, Buffer]> {
@@ -132,8 +132,8 @@ export async function bullAddArgs(queue: Queue, name: string, data: unknown, opt
     },
   };
   const job = new Job(queue, name, data, { ...opts, jobId: undefined, delay: undefined });
-  const json = job.asJSON();
-  await queue.scripts.addJob(capture as never, json, json.opts, '', {});
+  // As Queue.add: the options validated, then the backend's addStandardJob (no delay, no priority, no parent).
+  await job.addJob(capture as never);
   if (!args) throw new Error('bullmq did not build addJob arguments');
   // addStandardJob: 9 keys, then packed args, data, packed opts.
   return capturedArgs.parse(args.slice(9));

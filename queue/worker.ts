@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DelayedError, raw2NextJobData, UnrecoverableError, Worker, type Job, type RedisClient as BullRedisClient } from 'bullmq';
+import { DelayedError, raw2NextJobData, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { z } from 'zod';
 import { isTerminal } from '../runtime/errors.js';
 import type { Logger } from '../runtime/log.js';
@@ -93,7 +93,7 @@ interface FetchedClaim {
 
 /**
  * BullMQ's Worker, fetching each job with Ripple's MOVE_TO_ACTIVE_AND_CLAIM instead of BullMQ's
- * moveToActive when `fetch` is set: BullMQ builds the arguments as usual (Scripts.moveToActive), and
+ * moveToActive when `fetch` is set: BullMQ builds the arguments as usual (RedisQueueBackend.moveToActive), and
  * `fetch` runs them in the composed script, so a waiting worker moves a job to active and claims its key
  * in one round trip.
  */
@@ -106,7 +106,19 @@ class ClaimingWorker extends Worker {
     return this.held;
   }
 
-  protected override async moveToActive(client: BullRedisClient, token: string, name?: string): Promise<Job> {
+  protected override createBackend(): void {
+    super.createBackend();
+    // BullMQ's backend sends every script through its execCommand (`<script>:<bullmq version>`); only
+    // moveToActive's is taken over, the others run as BullMQ sends them.
+    const backend = this.backend;
+    const exec = backend.execCommand.bind(backend);
+    backend.execCommand = (client, command: string, args: unknown[]) => {
+      const fetch = this.fetch;
+      return fetch && command.startsWith('moveToActive:') ? fetch(args) : exec(client, command, args);
+    };
+  }
+
+  protected override async moveToActive(token: string, name?: string): Promise<Job> {
     // Held: the fetch waits here, before anything is taken from the queue, and goes on the moment the hold ends.
     // BullMQ's own pause would not do: a fetch already blocked on the queue's marker takes one job when it wakes.
     if (this.held) {
@@ -115,14 +127,7 @@ class ClaimingWorker extends Worker {
       // Closed while held: take nothing (no job, as an empty queue answers).
       if (this.closing !== undefined) return this.nextJobFromJobData(undefined, undefined, token);
     }
-    const fetch = this.fetch;
-    if (!fetch) return super.moveToActive(client, token, name);
-    // BullMQ's Scripts call `client.runCommand(name, args)`; only moveToActive goes through this client, whose
-    // other members are the real one's.
-    const composed = new Proxy<BullRedisClient>(client, {
-      get: (target, prop, receiver) => (prop === 'runCommand' ? (_command: string, args: unknown[]) => fetch(args) : Reflect.get(target, prop, receiver)),
-    });
-    return super.moveToActive(composed, token, name);
+    return super.moveToActive(token, name);
   }
 }
 
@@ -366,11 +371,11 @@ export class KeyedWorker {
     const q = this.opts.queue;
     const followUpReason = outcome === 'requeue' ? 'requeue' : outcome === 'unrun' ? reason : 'dirty';
     const releaseArgs = [key, token, outcome, String(Math.round(requeueAfterMs)), '0', q.keys.jobKeyPrefix, ...(await q.addArgs(key, followUpReason))];
-    const scripts = this.worker.scripts;
+    const backend = this.worker.backend;
     job.moveToCompleted = async (returnValue: unknown, bullToken: string, fetchNext = true) => {
       await this.worker.waitUntilReady();
       // Held: this completion fetches (and claims) no next job; the held fetch loop takes it when the hold ends.
-      const args = scripts.moveToCompletedArgs(job, JSON.stringify(returnValue), job.opts.removeOnComplete ?? false, bullToken, fetchNext && !this.claiming.held);
+      const args = backend.moveToCompletedArgs(job, JSON.stringify(returnValue), job.opts.removeOnComplete ?? false, bullToken, fetchNext && !this.claiming.held);
       // Ripple's keys, BullMQ's, then the add's own; RELEASE's arguments then BullMQ's; each list built once (this
       // runs for every job).
       const keys = [...q.scriptKeys];
@@ -393,8 +398,8 @@ export class KeyedWorker {
       job.finishedOn = Number(args[BULL_FINISH_KEYS + 1]);
       job.attemptsMade += 1;
       await this.afterRelease(key, releasedFrom(releasedRaw), outcome, requeueAfterMs, log, followUpReason);
-      if (typeof finished === 'number' && finished < 0) throw scripts.finishedErrors({ code: finished, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
-      // As BullMQ's Scripts.moveToFinished answers: [] when no next job (the worker then marks itself drained
+      if (typeof finished === 'number' && finished < 0) throw backend.finishedErrors({ code: finished, jobId: String(job.id), command: 'moveToFinished', state: 'active' });
+      // As BullMQ's RedisQueueBackend.moveToFinished answers: [] when no next job (the worker then marks itself drained
       // and resets its delays before blocking for the next one).
       return typeof finished === 'number' ? [] : raw2NextJobData(finished);
     };
@@ -600,7 +605,8 @@ export class KeyedWorker {
 
   private async resyncWhileHeld(job: Job): Promise<void> {
     const scheduler = job.repeatJobKey ? await this.opts.queue.bull.getJobScheduler(job.repeatJobKey) : undefined;
-    const every = Number(job.opts.repeat?.every ?? scheduler?.every ?? 60_000);
+    // BullMQ 6 types a job's options without `repeat` (only its scheduler's jobs carry it): the scheduler says the interval.
+    const every = Number(scheduler?.every ?? 60_000);
     await job.changeDelay(every);
     const swept = await sweepQueue(this.opts.queue, this.log);
     const n = (await this.opts.resync?.(this.log)) ?? 0;

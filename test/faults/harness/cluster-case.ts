@@ -75,7 +75,7 @@ export class ClusterCase {
         dirty: await r.zcard(k.dirty),
         failures: await r.hlen(k.failures),
         leases: await r.zcard(k.leases),
-        ...Object.fromEntries(Object.entries(await q.bull.getJobCounts('wait', 'active', 'delayed', 'paused', 'prioritized', 'waiting-children')).map(([s, n]) => [`bull:${s}`, n])),
+        ...Object.fromEntries(Object.entries(await q.bull.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'waiting-children')).map(([s, n]) => [`bull:${s}`, n])),
       };
       for (const [name, n] of Object.entries(counts)) out[`${q.name}:${name}`] = n;
     }

@@ -91,7 +91,7 @@ export async function leftovers(redis: Redis, queue: WorkQueue): Promise<Record<
     const key = k[name];
     out[name] = type === 'hash' ? await redis.hlen(key) : await redis.zcard(key);
   }
-  const counts = await queue.bull.getJobCounts('wait', 'active', 'delayed', 'paused', 'prioritized', 'waiting-children');
+  const counts = await queue.bull.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'waiting-children');
   for (const [state, n] of Object.entries(counts)) out[`bull:${state}`] = n;
   return out;
 }
