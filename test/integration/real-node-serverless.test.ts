@@ -1,7 +1,10 @@
 import { AppsV1Api } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Resources } from '../../kube/resources.js';
+import { createLogger } from '../../runtime/log.js';
 import { startKeda, type RunningKeda } from '../../sandbox/keda.js';
+import { ListWatch } from '../../watcher/list-watch.js';
 import { createMs, getMs, msManifest } from '../fixtures/modelserving-fixtures.js';
 import { startPrometheus, type RunningPrometheus } from '../harness/prometheus.js';
 import { RippleRelease } from '../harness/ripple-release.js';
@@ -20,6 +23,9 @@ describe('serverless on plain Kubernetes + KEDA, on the real node', () => {
   let release: RippleRelease;
   let prometheus: RunningPrometheus;
   let keda: RunningKeda;
+  let deployments: ListWatch | undefined;
+  /** The most replicas each function's Deployment asked for, from every watch event since before KEDA could act. */
+  const mostReplicas = new Map<string, number>();
   const apps = () => sb.kc.makeApiClient(AppsV1Api);
   const deployment = (fn: string) => release.object(fn);
   const scale = async (fn: string) => {
@@ -56,9 +62,23 @@ describe('serverless on plain Kubernetes + KEDA, on the real node', () => {
     const ops = (await sb.core.listNamespacedPod({ namespace: sb.namespace, labelSelector: 'app.kubernetes.io/component=ops' })).items;
     prometheus = await startPrometheus({ targets: [], rippleTargets: ops.map((p) => `${p.status?.podIP}:8081`) });
     await prometheus.waitForTargetsUp(60_000);
+    deployments = new ListWatch({
+      kc: sb.kc,
+      resource: Resources.deployment,
+      namespace: sb.namespace,
+      labelSelector: 'app.kubernetes.io/component=function',
+      log: createLogger('real-node-serverless', 'warn'),
+      onEvent: async (e) => {
+        const fn = e.object.metadata.labels?.['ripple.dev/function'];
+        const replicas = (e.object as { spec?: { replicas?: number } }).spec?.replicas ?? 0;
+        if (fn) mostReplicas.set(fn, Math.max(mostReplicas.get(fn) ?? 0, replicas));
+      },
+    });
+    await deployments.waitForSync();
     release.install(values(prometheus.url));
   }, 900_000);
   afterAll(async () => {
+    await deployments?.stop();
     await release?.uninstall();
     await keda?.stop();
     await prometheus?.stop();
@@ -67,12 +87,14 @@ describe('serverless on plain Kubernetes + KEDA, on the real node', () => {
 
   it('every function scales to zero after idle', async () => {
     const started = Date.now();
-    // The leader's first resync tick wakes each function once; with nothing to reconcile, each goes back to zero
-    // and stays there (later ticks run in the dispatcher while it holds, and enqueue nothing).
-    await waitFor('every function Deployment at 0 replicas with no pod left', 240_000, async () => {
-      for (const fn of FUNCTIONS) if ((await scale(fn)).spec !== 0 || (await functionPods(fn)).length > 0) return undefined;
+    // The leader's first resync tick is a waiting job in every queue, held by the dispatcher: once KEDA reads the
+    // queues, it wakes each function. With nothing else to do, each goes back to zero and stays there (later ticks
+    // run in the dispatcher while it holds, and enqueue nothing).
+    await waitFor('every function Deployment woken by its waiting work, then back at 0 replicas with no pod left', 240_000, async () => {
+      for (const fn of FUNCTIONS) if ((mostReplicas.get(fn) ?? 0) < 1 || (await scale(fn)).spec !== 0 || (await functionPods(fn)).length > 0) return undefined;
       return true;
     }, 1_000);
+    for (const fn of FUNCTIONS) expect(mostReplicas.get(fn), fn).toBeGreaterThanOrEqual(1);
     console.log(`real-node serverless: every function at zero ${((Date.now() - started) / 1000).toFixed(1)} s after install (cooldown 8 s)`);
   }, 300_000);
 
