@@ -226,9 +226,11 @@ const results: Record<string, unknown> = { date: new Date().toISOString(), event
       scaleToZeroS: stats(cold.map((x) => x.scaleToZeroS!)),
     };
   } finally {
+    // Uninstalled while KEDA still runs: it removes its finalizers from the ScaledObjects, else the namespace stays
+    // Terminating.
+    await close(side);
     await keda.stop();
     await prometheus.stop();
-    await close(side);
   }
 }
 
