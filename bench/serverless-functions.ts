@@ -41,6 +41,10 @@ const sandboxDir = process.env.RIPPLE_SANDBOX_DIR ?? path.join(root, '.sandbox')
 const controlPlane = await startControlPlane({ log: (l) => console.error(l) });
 const where = { kubeconfig: controlPlane.kubeconfig, sandboxDir };
 const keyspace = await RedisProcess.start();
+// A failed run (it throws) still leaves no redis-server behind.
+process.once('exit', () => {
+  if (keyspace.pid) process.kill(keyspace.pid);
+});
 
 interface Side {
   sb: TestSandbox;
