@@ -43,7 +43,11 @@ const where = { kubeconfig: controlPlane.kubeconfig, sandboxDir };
 const keyspace = await RedisProcess.start();
 // A failed run (it throws) still leaves no redis-server behind.
 process.once('exit', () => {
-  if (keyspace.pid) process.kill(keyspace.pid);
+  try {
+    if (keyspace.pid) process.kill(keyspace.pid);
+  } catch {
+    // stopped already
+  }
 });
 
 interface Side {
