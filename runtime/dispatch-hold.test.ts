@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { hasReadyEndpoint, serviceOfUrl } from './dispatch-hold.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { hasReadyEndpoint, ReadinessGate, serviceOfUrl } from './dispatch-hold.js';
 
 describe('serviceOfUrl', () => {
   it('names the Service of a cluster DNS name, with or without the cluster domain and a port', () => {
@@ -30,5 +30,50 @@ describe('hasReadyEndpoint', () => {
     expect(hasReadyEndpoint([slice({ addresses: ['10.0.0.1'], conditions: { ready: false } })])).toBe(false);
     expect(hasReadyEndpoint([slice({ addresses: [], conditions: { ready: true } })])).toBe(false);
     expect(hasReadyEndpoint([{ endpoints: 'nope' }])).toBe(false);
+  });
+});
+
+describe('ReadinessGate', () => {
+  const target = () => {
+    const t = { held: false, hold: () => void (t.held = true), resume: () => void (t.held = false) };
+    return t;
+  };
+  afterEach(() => void vi.useRealTimers());
+
+  it('holds from the start, resumes when the slices say ready, holds when they no longer do', () => {
+    const t = target();
+    const gate = new ReadinessGate(t, 2_000);
+    expect(t.held).toBe(true);
+    gate.slices(true);
+    expect(t.held).toBe(false);
+    gate.slices(false);
+    expect(t.held).toBe(true);
+    gate.stop();
+  });
+
+  it('after a refused call, resumes once the hold is over even when its timer fires before the wall clock gets there', () => {
+    vi.useFakeTimers();
+    const t = target();
+    const gate = new ReadinessGate(t, 2_000);
+    gate.slices(true);
+    gate.refused();
+    expect(t.held).toBe(true);
+    // libuv's timers count from the loop's cached time: the timer fires while Date.now() is still 5 ms short.
+    vi.setSystemTime(Date.now() - 5);
+    vi.advanceTimersByTime(2_000);
+    vi.advanceTimersByTime(5);
+    expect(t.held, 'still held after the refusal hold ended, with the slices ready all along').toBe(false);
+    gate.stop();
+  });
+
+  it('a change of slices ends a refusal hold at once', () => {
+    vi.useFakeTimers();
+    const t = target();
+    const gate = new ReadinessGate(t, 2_000);
+    gate.slices(true);
+    gate.refused();
+    gate.slices(true);
+    expect(t.held).toBe(false);
+    gate.stop();
   });
 });

@@ -1,6 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
-import type { KubeObject } from '../kube/object.js';
 import { Resources } from '../kube/resources.js';
 import { ListWatch } from '../watcher/list-watch.js';
 import { keepFields } from '../watcher/projection.js';
@@ -73,6 +72,68 @@ export interface HoldWhileUnreadyOptions {
 }
 
 /**
+ * The hold's decision, apart from the watch that feeds it: held until the slices say a pod is ready, and again for
+ * refusedHoldMs after a refused call (or until the slices change).
+ */
+export class ReadinessGate {
+  private ready = false;
+  private refusedUntil = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly target: Holdable,
+    private readonly refusedHoldMs: number,
+    private readonly onChange?: (ready: boolean) => void,
+  ) {
+    target.hold();
+  }
+
+  /** What the Service's slices say now. A change of slices ends a refusal's hold. */
+  slices(ready: boolean): void {
+    this.refusedUntil = 0;
+    this.apply(ready);
+  }
+
+  /** A call to the Service was refused (nothing listens behind it now). */
+  refused(): void {
+    if (this.stopped) return;
+    this.refusedUntil = Date.now() + this.refusedHoldMs;
+    this.apply(this.ready);
+  }
+
+  isReady(): boolean {
+    return this.ready;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private apply(ready: boolean): void {
+    if (this.stopped) return;
+    const changed = ready !== this.ready;
+    this.ready = ready;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const left = this.refusedUntil - Date.now();
+    if (ready && left <= 0) this.target.resume();
+    else {
+      this.target.hold();
+      // Ready but refused a moment ago: look again when the refusal's hold is over. A timer can fire before
+      // Date.now() reaches the end (libuv counts from the loop's cached time, which trails the wall clock), so what
+      // is left is re-armed each time; without that the jobs stayed held until the next slice change, 180 s in a bench.
+      if (ready) {
+        this.timer = setTimeout(() => this.apply(this.ready), Math.max(1, left));
+        this.timer.unref();
+      }
+    }
+    if (changed) this.onChange?.(ready);
+  }
+}
+
+/**
  * Watches one Service's EndpointSlices (label kubernetes.io/service-name) and holds the target while none routes to
  * a ready endpoint: from the start until the first list says one does, and whenever the last one goes. A refused
  * call (refused()) holds it too, until the slices change or refusedHoldMs has passed, so a pod that went away
@@ -80,14 +141,14 @@ export interface HoldWhileUnreadyOptions {
  */
 export class HoldWhileUnready {
   private readonly watch: ListWatch;
-  private ready = false;
-  private refusedUntil = 0;
-  private recheck: NodeJS.Timeout | undefined;
-  private stopped = false;
+  private readonly gate: ReadinessGate;
 
   constructor(private readonly opts: HoldWhileUnreadyOptions) {
-    opts.target.hold();
-    const log = opts.log.child({ service: `${opts.service.namespace}/${opts.service.name}` });
+    const service = `${opts.service.namespace}/${opts.service.name}`;
+    const log = opts.log.child({ service });
+    this.gate = new ReadinessGate(opts.target, opts.refusedHoldMs ?? 2_000, (ready) =>
+      log.info({ ready }, ready ? 'the function has a ready endpoint: dispatching' : 'the function has no ready endpoint: holding its jobs in the queue'),
+    );
     this.watch = new ListWatch({
       kc: opts.kc,
       resource: Resources.endpointSlice,
@@ -96,45 +157,22 @@ export class HoldWhileUnready {
       log,
       // Only what readiness reads.
       projection: keepFields('endpoints'),
-      onEvent: async () => {
-        this.refusedUntil = 0;
-        this.apply(hasReadyEndpoint(this.slices()));
-      },
+      onEvent: async () => this.gate.slices(hasReadyEndpoint(this.watch.store.list(opts.service.namespace))),
     });
   }
 
-  /** A call to the Service was refused (nothing listens behind it now): hold until its slices change, or a while. */
+  /** A call to the Service was refused: hold until its slices change, or a while. */
   refused(): void {
-    if (this.stopped) return;
-    const ms = this.opts.refusedHoldMs ?? 2_000;
-    this.refusedUntil = Date.now() + ms;
-    this.opts.target.hold();
-    clearTimeout(this.recheck);
-    this.recheck = setTimeout(() => this.apply(this.ready), ms);
-    this.recheck.unref();
+    this.gate.refused();
   }
 
   /** Whether the Service has a ready endpoint, as last seen. */
   isReady(): boolean {
-    return this.ready;
+    return this.gate.isReady();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.recheck);
+    this.gate.stop();
     await this.watch.stop();
-  }
-
-  private slices(): KubeObject[] {
-    return this.watch.store.list(this.opts.service.namespace);
-  }
-
-  private apply(ready: boolean): void {
-    if (this.stopped) return;
-    const changed = ready !== this.ready;
-    this.ready = ready;
-    if (ready && Date.now() >= this.refusedUntil) this.opts.target.resume();
-    else this.opts.target.hold();
-    if (changed) this.opts.log.info({ service: `${this.opts.service.namespace}/${this.opts.service.name}`, ready }, ready ? 'the function has a ready endpoint: dispatching' : 'the function has no ready endpoint: holding its jobs in the queue');
   }
 }
