@@ -44,9 +44,13 @@ export class RippleRelease {
   static async prepare(sb: TestSandbox, name: string, where?: { kubeconfig: string; sandboxDir: string }): Promise<RippleRelease> {
     const work = mkdtempSync(path.join(tmpdir(), 'ripple-release-'));
     const node = realNode();
+    // The node first: Redis binds to its bridge address, which exists only while the node runs (the smoke test stops
+    // the node, and a file after it found no address to bind: "the server … exited while starting").
+    await useRealNode(where?.sandboxDir);
     const redis = await RedisProcess.start(['--bind', `127.0.0.1 ${node.ip}`]);
     const release = new RippleRelease(sb, name, redis, work, where?.kubeconfig ?? inject('kubeconfig'));
     ok(release.run('bash', [path.join(root, 'infra', 'images', 'build.sh'), 'ripple']), 'building Ripple’s image');
+    // The image may have changed since the node started: node-up reloads a changed archive.
     await useRealNode(where?.sandboxDir);
     const admin = new Redis(redis.url);
     await admin.config('SET', 'requirepass', release.redisPassword); // after start: the harness's readiness PING has none
