@@ -6,6 +6,12 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const realNodeTests =
   process.env.RIPPLE_REAL_NODE === '1' ? [] : ['test/integration/real-node-*.test.ts', 'test/integration/testcontainers-*.test.ts'];
 
+// The files that need what `scripts/ensure-deps.sh late` builds (KEDA; the real node's CoreDNS and images; the
+// Redis image). scripts/test.sh runs the others first with RIPPLE_TEST_LATE=skip while those builds run beside them,
+// then these.
+const LATE_TESTS = ['test/integration/autoscaler-keda-e2e.test.ts', 'test/integration/real-node-*.test.ts', 'test/integration/testcontainers-*.test.ts'];
+const skipped = process.env.RIPPLE_TEST_LATE === 'skip' ? LATE_TESTS : [];
+
 // Two projects: unit tests of pure logic sit beside the code and need nothing running;
 // integration tests under test/ share one real control plane and one real Redis per run.
 export default defineConfig({
@@ -23,7 +29,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...realNodeTests],
+          exclude: [...configDefaults.exclude, ...realNodeTests, ...skipped],
           globalSetup: ['test/harness/global-setup.ts'],
           environment: 'node',
           testTimeout: 120_000,

@@ -1,75 +1,93 @@
 #!/usr/bin/env bash
 # Installs what Ripple needs on a fresh machine, and nothing twice: npm packages, Debian's redis-server
 # (and openssl, curl), and the local control plane built from the Go module proxy.
+#
+# `ensure-deps.sh early` stops after what most tests need (packages, the control plane, Helm); `ensure-deps.sh
+# late` builds the rest (KEDA, and with RIPPLE_REAL_NODE=1 the node's CoreDNS and images, the Redis image), which
+# only the late test files use (scripts/test.sh runs it beside the other files); no argument does both.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 say() { printf 'setup: %s\n' "$*"; }
+stage="${1:-all}"
+case "$stage" in all | early | late) ;; *) echo "usage: ensure-deps.sh [early|late]" >&2; exit 2 ;; esac
 
-major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
-if (( major < 20 )); then
-  echo "setup: Node 20 or newer is required (found: $(node --version 2>/dev/null || echo none))" >&2; exit 1
-fi
-
-if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
-  say "installing npm packages (npm ci)"
-  # npm ci refuses a lockfile whose optional platform packages the registry no longer serves (seen with
-  # msgpackr-extract's darwin/win32 builds); npm install resolves the same pinned versions without them.
-  npm ci --no-audit --no-fund --loglevel=error 2>/dev/null || npm install --no-audit --no-fund --loglevel=error
-fi
-
-missing=()
-command -v redis-server >/dev/null || [[ -n "${REDIS_URL:-}" ]] || missing+=(redis-server)
-# The fault-injection suite (test/faults/) fails a Redis primary over with real Sentinels.
-command -v redis-sentinel >/dev/null || missing+=(redis-sentinel)
-command -v openssl >/dev/null || missing+=(openssl)
-command -v curl >/dev/null || missing+=(curl)
-# The autoscaler's tests scrape a real Prometheus (Debian's package).
-command -v prometheus >/dev/null || [[ -n "${RIPPLE_NO_PROMETHEUS:-}" ]] || missing+=(prometheus)
-# The dashboard's browser tests drive Debian's Chromium headless (playwright-core, no browser download).
-command -v chromium >/dev/null || [[ -n "${RIPPLE_NO_BROWSER:-}" ]] || missing+=(chromium)
-# The real node (opt-in, RIPPLE_REAL_NODE=1; docs/operations.md): Debian's containerd, runc, CNI plugins and
-# iptables run it; mmdebstrap makes the base image's Debian rootfs; buildah builds Ripple's image from
-# infra/deploy/Dockerfile on it (`buildah bud --isolation chroot`, no daemon).
-if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
-  for c in containerd runc iptables mmdebstrap buildah; do command -v "$c" >/dev/null || missing+=("$c"); done
-  [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
-fi
-# testcontainers, with the real node's tests (test/integration/testcontainers-redis.test.ts): Debian's podman serves
-# the Docker API it talks to (no Docker here), slirp4netns networks its containers without a bridge or iptables.
-if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
-  for c in podman slirp4netns; do command -v "$c" >/dev/null || missing+=("$c"); done
-fi
-for extra in ${RIPPLE_EXTRA_PACKAGES:-}; do command -v "$extra" >/dev/null || missing+=("$extra"); done
-if (( ${#missing[@]} > 0 )); then
-  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    say "installing Debian packages: ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  else
-    echo "setup: please install: ${missing[*]} (e.g. sudo apt-get install -y ${missing[*]}), or set REDIS_URL" >&2; exit 1
+# What most tests need: packages, the control plane, Helm.
+early() {
+  major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+  if (( major < 20 )); then
+    echo "setup: Node 20 or newer is required (found: $(node --version 2>/dev/null || echo none))" >&2; exit 1
   fi
-fi
 
-if [[ -z "${RIPPLE_TEST_KUBECONFIG:-}" ]]; then
-  if ! command -v go >/dev/null; then
-    echo "setup: Go 1.24 or newer is required to build the local control plane (or set RIPPLE_TEST_KUBECONFIG to a running cluster)" >&2; exit 1
+  if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
+    say "installing npm packages (npm ci)"
+    # npm ci refuses a lockfile whose optional platform packages the registry no longer serves (seen with
+    # msgpackr-extract's darwin/win32 builds); npm install resolves the same pinned versions without them.
+    npm ci --no-audit --no-fund --loglevel=error 2>/dev/null || npm install --no-audit --no-fund --loglevel=error
   fi
-  bash infra/local-control-plane/build.sh
-  # Helm, for the chart's tests (charts/ripple), from the Go module proxy the same way.
-  bash infra/local-control-plane/build-helm.sh
-  # KEDA's operator and metrics server, for the autoscaler's end-to-end test (autoscaler-keda-e2e).
-  bash infra/local-control-plane/build-keda.sh
-  # The real node's CoreDNS and images (build.sh above built its kubelet and kube-proxy with RIPPLE_REAL_NODE=1),
-  # Ripple's own among them (its node base, then the Dockerfile; each cached under a stamp of its inputs).
+
+  missing=()
+  command -v redis-server >/dev/null || [[ -n "${REDIS_URL:-}" ]] || missing+=(redis-server)
+  # The fault-injection suite (test/faults/) fails a Redis primary over with real Sentinels.
+  command -v redis-sentinel >/dev/null || missing+=(redis-sentinel)
+  command -v openssl >/dev/null || missing+=(openssl)
+  command -v curl >/dev/null || missing+=(curl)
+  # The autoscaler's tests scrape a real Prometheus (Debian's package).
+  command -v prometheus >/dev/null || [[ -n "${RIPPLE_NO_PROMETHEUS:-}" ]] || missing+=(prometheus)
+  # The dashboard's browser tests drive Debian's Chromium headless (playwright-core, no browser download).
+  command -v chromium >/dev/null || [[ -n "${RIPPLE_NO_BROWSER:-}" ]] || missing+=(chromium)
+  # The real node (opt-in, RIPPLE_REAL_NODE=1; docs/operations.md): Debian's containerd, runc, CNI plugins and
+  # iptables run it; mmdebstrap makes the base image's Debian rootfs; buildah builds Ripple's image from
+  # infra/deploy/Dockerfile on it (`buildah bud --isolation chroot`, no daemon).
   if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
-    bash infra/local-control-plane/build-coredns.sh
-    bash infra/images/build.sh pause modelserver ripple
+    for c in containerd runc iptables mmdebstrap buildah; do command -v "$c" >/dev/null || missing+=("$c"); done
+    [[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
   fi
-fi
+  # testcontainers, with the real node's tests (test/integration/testcontainers-redis.test.ts): Debian's podman serves
+  # the Docker API it talks to (no Docker here), slirp4netns networks its containers without a bridge or iptables.
+  if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
+    for c in podman slirp4netns; do command -v "$c" >/dev/null || missing+=("$c"); done
+  fi
+  for extra in ${RIPPLE_EXTRA_PACKAGES:-}; do command -v "$extra" >/dev/null || missing+=("$extra"); done
+  if (( ${#missing[@]} > 0 )); then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+      say "installing Debian packages: ${missing[*]}"
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+      echo "setup: please install: ${missing[*]} (e.g. sudo apt-get install -y ${missing[*]}), or set REDIS_URL" >&2; exit 1
+    fi
+  fi
 
-# The Redis image the testcontainers test runs (ripple.local/redis:7, Debian's redis-server; built here, never
-# pulled; cached in .cache/control-plane/images like the node's images, about 40 s cold).
-if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
-  bash infra/images/build.sh redis
-fi
+  if [[ -z "${RIPPLE_TEST_KUBECONFIG:-}" ]]; then
+    if ! command -v go >/dev/null; then
+      echo "setup: Go 1.24 or newer is required to build the local control plane (or set RIPPLE_TEST_KUBECONFIG to a running cluster)" >&2; exit 1
+    fi
+    bash infra/local-control-plane/build.sh
+    # Helm, for the chart's tests (charts/ripple), from the Go module proxy the same way.
+    bash infra/local-control-plane/build-helm.sh
+  fi
+}
+
+# What only the late test files need (KEDA; the real node's CoreDNS and images; the Redis image).
+late() {
+  if [[ -z "${RIPPLE_TEST_KUBECONFIG:-}" ]]; then
+    # KEDA's operator and metrics server, for the autoscaler's end-to-end test (autoscaler-keda-e2e).
+    bash infra/local-control-plane/build-keda.sh
+    # The real node's CoreDNS and images (build.sh above built its kubelet and kube-proxy with RIPPLE_REAL_NODE=1),
+    # Ripple's own among them (its node base, then the Dockerfile; each cached under a stamp of its inputs).
+    if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
+      bash infra/local-control-plane/build-coredns.sh
+      bash infra/images/build.sh pause modelserver ripple
+    fi
+  fi
+
+  # The Redis image the testcontainers test runs (ripple.local/redis:7, Debian's redis-server; built here, never
+  # pulled; cached in .cache/control-plane/images like the node's images, about 40 s cold).
+  if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
+    bash infra/images/build.sh redis
+  fi
+}
+
+if [[ "$stage" != late ]]; then early; fi
+if [[ "$stage" != early ]]; then late; fi
