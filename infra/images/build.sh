@@ -163,7 +163,7 @@ ripple_image() {
   local bh=(buildah --root "$store/storage" --runroot "$store/run" --storage-driver overlay)
   say "loading $base into buildah's storage ($store)"
   "${bh[@]}" pull --quiet "oci-archive:$out/node-base.tar" >/dev/null
-  "${bh[@]}" tag "$("${bh[@]}" images --noheading --format '{{.ID}}' --filter "reference=$base" | head -1)" "$base"
+  "${bh[@]}" tag "$("${bh[@]}" images --noheading --format '{{.ID}}' --filter "reference=$base" | sed -n 1p)" "$base"
   say "building $image (buildah bud --isolation chroot -f infra/deploy/Dockerfile)"
   # Behind a TLS-intercepting proxy the host's CA bundle reaches npm ci as the Dockerfile says: mounted, never copied.
   local ca=()
