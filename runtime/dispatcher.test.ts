@@ -1,3 +1,4 @@
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -51,6 +52,29 @@ describe('httpReconcile on a refused connection', () => {
       expect(err).toBeInstanceOf(ConnectivityError);
       expect(err).not.toBeInstanceOf(UndeliveredError);
       expect(told).toBe(0);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('a pod that answers it is draining (503, `ripple serve` shutting down) ran nothing: unrun with onUndelivered, a failure without', async () => {
+    const server = createHttpServer((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'draining', error: 'shutting down; retry on another replica' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    try {
+      const url = `http://127.0.0.1:${address.port}`;
+      let told = 0;
+      expect(await httpReconcile({ fn: 'f', url, timeoutMs: 2_000, onUndelivered: () => void told++ })(info())).toEqual({ unrun: true });
+      expect(told).toBe(1);
+      const err = await httpReconcile({ fn: 'f', url, timeoutMs: 2_000 })(info()).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ConnectivityError);
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }

@@ -64,7 +64,10 @@ export interface HttpReconcileOptions {
   onUndelivered?: () => void;
 }
 
-/** The call never reached the function: nothing listened behind the address, or no connection could be made. */
+/**
+ * The call never reached the function: nothing listened behind the address, no connection could be made, or the pod
+ * answered that it is shutting down (503 `draining`, before it ran anything).
+ */
 export class UndeliveredError extends ConnectivityError {}
 
 /** Connection errors that prove the request was never sent (unlike a reset or a timeout after connecting). */
@@ -163,6 +166,9 @@ function post(opts: HttpReconcileOptions, shownUrl: string, doFetch: typeof fetc
       return undefined;
     }
     const message = parsed.success && 'error' in parsed.data ? parsed.data.error : typeof body === 'string' ? body : res.statusText;
+    // `ripple serve` shutting down answers every new call so, before it runs anything: the call reached a pod that is
+    // going away (its endpoint not yet gone from the Service), not one that can take it.
+    if (res.status === 503 && parsed.success && parsed.data.status === 'draining') throw new UndeliveredError(`POST ${shownUrl}: ${message}`);
     if (res.status === 422) {
       throw new TerminalError(message, parsed.success && parsed.data.status === 'terminal' ? parsed.data.reason : 'InvalidSpec');
     }
