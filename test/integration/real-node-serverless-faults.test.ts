@@ -24,7 +24,9 @@ import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 // ConfigMaps is seen through a watch from their creation, every state write and read in Redis's own order list.
 //
 // RIPPLE_FAULTS_SERVERLESS_BREAK=unfenced runs the function without the fenced HTTP mode (its handler writes
-// with the raw client and commits whatever its claim says): the paused case must then fail.
+// with the raw client and commits whatever its claim says): the paused case must then fail. The breaks each other
+// case was seen failing on (docs/operations.md, "Serverless on Kubernetes": what each case catches) change the
+// image or the chart, so they are not switches here.
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const unfenced = process.env.RIPPLE_FAULTS_SERVERLESS_BREAK === 'unfenced';
 const DISPATCH_TIMEOUT_MS = 6_000;
@@ -151,9 +153,15 @@ describe('serverless on Kubernetes on the real node: the guarantees hold over HT
     ]);
   }, 300_000);
 
-  it('a function pod SIGKILLed mid-request: the retry waits for its key lease, nothing overlaps or is lost', async () => {
+  it('a function pod SIGKILLed mid-request: its work is retried on another pod, nothing overlaps or is lost', async () => {
     const c = await started('killed', 4);
     const slow = c.names[0]!;
+    // The slow event is its key's last and only wake-up (its creation is reconciled first: a wake-up still pending
+    // would re-run the key after the killed call, whatever the dispatcher did with it), so only the retry of the
+    // killed request can bring the key to its final version: a call that failed after reaching the pod must be
+    // retried, not dropped. A dead pod cannot write again, so the wait for its key lease does not show in effects
+    // here; the paused case shows it.
+    await c.converged(60_000);
     const storm = c.storm(40, slow);
     await c.event(slow, { slow: 'sleep', slowMs: '20000' });
     const victim = await c.slowStarted();
@@ -161,35 +169,64 @@ describe('serverless on Kubernetes on the real node: the guarantees hold over HT
     expect(pod).toBeDefined();
     const killed = ctr(['tasks', 'kill', '-s', 'SIGKILL', containerId(pod!)]);
     expect(killed.status, killed.stderr).toBe(0);
-    await c.event(slow);
     await storm;
     const report = await c.check();
     expect(await redis.get(c.stateKey('slowDone'))).toBeNull(); // it died mid-request: it never finished
     expectClean(report);
+    const retried = (await c.history()).filter((r) => r.key === c.key(slow) && r.version === c.versions.get(c.key(slow)));
+    expect(retried.length, 'the killed request\'s version reconciled again').toBeGreaterThan(0);
+    expect(retried.every((r) => r.token !== victim.token)).toBe(true);
     await scale(fnDeployment, 2);
   }, 300_000);
 
   it('the function scaled to zero while a request is in flight: it finishes, the work waits in the queue, nothing is lost', async () => {
     const c = await started('to-zero', 4);
     const slow = c.names[0]!;
-    await c.event(slow, { slow: 'sleep', slowMs: '4000' });
-    const victim = await c.slowStarted();
-    ok(release.kubectl(['scale', `deployment/${fnDeployment}`, '--replicas=0']), 'kubectl scale to 0');
-    // Events while no function pod runs: the dispatcher holds them in the queue.
-    await c.storm(30);
-    await waitFor(`${fnDeployment} to have no pod`, 120_000, async () => ((await podsOf(fnDeployment)).length === 0 ? true : undefined));
-    const done = await c.slowDone();
-    expect(done.outcome).toBe('accepted'); // the pod drained its in-flight request before it exited
-    await scale(fnDeployment, 2);
-    const report = await c.check();
-    expect(victim.pod).toBeTruthy();
-    expectClean(report);
+    // Every change to the function queue's failures hash from here on, through Redis's keyspace notifications: a retry
+    // spent on a call that found no pod shows as an HINCRBY there (the work must wait in the queue, not spin through
+    // its retries). (Not MONITOR: on a busy Redis, ioredis may read a monitored line before it knows it is monitoring.)
+    await redis.config('SET', 'notify-keyspace-events', 'Kh');
+    const subscriber = new Redis(release.redis.port, '127.0.0.1', { password: release.redisPassword });
+    const failuresCounted: number[] = [];
+    subscriber.on('pmessage', (_pattern: string, _channel: string, op: string) => {
+      if (op === 'hincrby') failuresCounted.push(Date.now());
+    });
+    await subscriber.psubscribe(`__keyspace@0__:*${FAULT_FUNCTION}*:ripple:failures`);
+    try {
+      await c.event(slow, { slow: 'sleep', slowMs: '4000' });
+      const victim = await c.slowStarted();
+      ok(release.kubectl(['scale', `deployment/${fnDeployment}`, '--replicas=0']), 'kubectl scale to 0');
+      // Events while no function pod runs: the dispatcher holds them in the queue.
+      await c.storm(30);
+      await waitFor(`${fnDeployment} to have no pod`, 120_000, async () => ((await podsOf(fnDeployment)).length === 0 ? true : undefined));
+      const gone = Date.now();
+      const done = await c.slowDone();
+      expect(done.outcome).toBe('accepted'); // the pod drained its in-flight request before it exited
+      // A few seconds with no pod at all, as KEDA's cooldown would leave it: the held work must not be tried.
+      await new Promise((r) => setTimeout(r, 3_000));
+      const back = Date.now();
+      await scale(fnDeployment, 2);
+      const report = await c.check();
+      expect(victim.pod).toBeTruthy();
+      expectClean(report);
+      // While the pods were going away a call can still race one's shutdown on a kept-alive connection and spend a
+      // retry (seen once in five runs; docs/operations.md); once none exists, none may.
+      const whileNone = failuresCounted.filter((t) => t >= gone && t <= back);
+      console.log(`serverless faults: failures counted while the pods went away ${failuresCounted.filter((t) => t < gone).length}, with no pod ${whileNone.length} (${((back - gone) / 1000).toFixed(1)} s)`);
+      expect(whileNone, 'failures counted while the function had no pod').toEqual([]);
+    } finally {
+      subscriber.disconnect();
+    }
   }, 300_000);
 
-  it('the dispatcher killed mid-storm: its restart picks the work up, nothing overlaps or is lost', async () => {
+  it('the dispatcher killed mid-storm with a request in flight: its restart picks the work up, nothing overlaps or is lost', async () => {
     const c = await started('dispatcher', 6);
-    const storm = c.storm(80);
-    await new Promise((r) => setTimeout(r, 500));
+    const slow = c.names[0]!;
+    const storm = c.storm(80, slow);
+    // The killed dispatcher holds the slow key's last event in flight: the function may finish it or not, and either
+    // way the job the dispatcher held (its lock left to expire) must come back to the restarted one and the queue drain.
+    await c.event(slow, { slow: 'sleep', slowMs: '3000' });
+    await c.slowStarted();
     const [dispatcher] = await podsOf(dispatcherDeployment);
     expect(dispatcher).toBeDefined();
     const killed = ctr(['tasks', 'kill', '-s', 'SIGKILL', containerId(dispatcher!)]);
