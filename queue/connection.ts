@@ -99,10 +99,10 @@ export function createRedis(url: string, opts: RedisOptions = {}): RedisClient {
     db: target.db,
     ...(target.password ? { password: target.password } : {}),
     // Ask the sentinels again on every reconnect, so a failover is followed without a restart. Not
-    // ioredis's failoverDetector: in 5.11 a +switch-master that arrives while the client is still asking a
-    // Sentinel for the primary shuts the client down for good ("Connection is closed." on every call after),
-    // seen in test/faults/sentinel-kill.test.ts. The old primary's READONLY or its connection dropping is
-    // enough to reconnect and ask again (reconnectOnError).
+    // ioredis's failoverDetector: in 5.11 (its code is unchanged in 6.0) a +switch-master that arrives while
+    // the client is still asking a Sentinel for the primary shuts the client down for good ("Connection is
+    // closed." on every call after), seen in test/faults/sentinel-kill.test.ts. The old primary's READONLY
+    // or its connection dropping is enough to reconnect and ask again (reconnectOnError).
     sentinelRetryStrategy: (times) => Math.min(times * 200, 2_000),
     ...common,
   });

@@ -108,11 +108,12 @@ async function leftoverDetail(redis: Redis, queue: WorkQueue): Promise<Record<st
   return {
     pending,
     pendingSince: await redis.hgetall(k.pendingSince),
-    due: await redis.zrange(k.due, 0, -1, 'WITHSCORES'),
+    // '-1' as a string: ioredis 6 types ZRANGE's stop as a string (Redis reads both alike).
+    due: await redis.zrange(k.due, 0, '-1', 'WITHSCORES'),
     active,
-    dirty: await redis.zrange(k.dirty, 0, -1, 'WITHSCORES'),
+    dirty: await redis.zrange(k.dirty, 0, '-1', 'WITHSCORES'),
     failures: await redis.hgetall(k.failures),
-    leases: await redis.zrange(k.leases, 0, -1, 'WITHSCORES'),
+    leases: await redis.zrange(k.leases, 0, '-1', 'WITHSCORES'),
     jobs,
     now: await redis.time(),
   };
