@@ -6,17 +6,24 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 say() { printf 'setup: %s\n' "$*"; }
 
-major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
-if (( major < 20 )); then
-  echo "setup: Node 20 or newer is required (found: $(node --version 2>/dev/null || echo none))" >&2; exit 1
-fi
+# Node >=22.12: the host's, or the image's fetched into .cache (scripts/node-runtime.sh). npm ci below runs on it.
+# shellcheck source=node-runtime.sh
+source "$root/scripts/node-runtime.sh"
+ripple_use_node || exit 1
 
 if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
   say "installing npm packages (npm ci)"
   # npm ci refuses a lockfile whose optional platform packages the registry no longer serves (seen with
   # msgpackr-extract's darwin/win32 builds); npm install resolves the same pinned versions without them.
   npm ci --no-audit --no-fund --loglevel=error 2>/dev/null || npm install --no-audit --no-fund --loglevel=error
+elif [[ "$(cat node_modules/.ripple-node-abi 2>/dev/null)" != "$(node -p process.versions.modules)" ]]; then
+  # Installed by another Node (a host Node 20 before the runtime moved): the N-API modules (msgpackr-extract,
+  # rolldown) load on any, but the addons compiled at install time for one Node's ABI (ssh2's sshcrypto and
+  # cpu-features, under testcontainers; both optional, silently skipped when they do not load) need a rebuild.
+  say "node_modules was installed for another Node; rebuilding its compiled addons for Node $(node --version)"
+  npm rebuild --no-audit --no-fund --loglevel=error
 fi
+node -p process.versions.modules > node_modules/.ripple-node-abi
 
 missing=()
 command -v redis-server >/dev/null || [[ -n "${REDIS_URL:-}" ]] || missing+=(redis-server)

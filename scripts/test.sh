@@ -13,6 +13,10 @@ if [[ -z "${RIPPLE_REAL_NODE:-}" ]]; then
   fi
 fi
 bash scripts/ensure-deps.sh || exit 1
+# The same Node ensure-deps chose (the host's if >=22.12, else the image's), first on PATH for everything below.
+# shellcheck source=node-runtime.sh
+source scripts/node-runtime.sh && ripple_use_node || exit 1
+echo "test: on Node $(node --version) ($(command -v node))"
 
 status=0
 echo "test: type-checking"; npx tsc --noEmit -p tsconfig.json || status=1
