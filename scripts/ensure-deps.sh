@@ -16,14 +16,22 @@ if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json
   # npm ci refuses a lockfile whose optional platform packages the registry no longer serves (seen with
   # msgpackr-extract's darwin/win32 builds); npm install resolves the same pinned versions without them.
   npm ci --no-audit --no-fund --loglevel=error 2>/dev/null || npm install --no-audit --no-fund --loglevel=error
-elif [[ "$(cat node_modules/.ripple-node-abi 2>/dev/null)" != "$(node -p process.versions.modules)" ]]; then
-  # Installed by another Node (a host Node 20 before the runtime moved): the N-API modules (msgpackr-extract,
-  # rolldown) load on any, but the addons compiled at install time for one Node's ABI (ssh2's sshcrypto and
-  # cpu-features, under testcontainers; both optional, silently skipped when they do not load) need a rebuild.
-  say "node_modules was installed for another Node; rebuilding its compiled addons for Node $(node --version)"
+fi
+# Addons compiled at install time (node-gyp's build/Release: ssh2's sshcrypto and cpu-features, under
+# testcontainers) load only on the Node ABI they were built for; node_modules installed by another Node (the host's
+# Node 20 before the runtime moved) has them for that one. Both are optional, and ssh2 skips them silently, so
+# this loads each and rebuilds when one does not. (N-API modules, msgpackr-extract's or rolldown's, load on any.)
+stale="$(node -e '
+  const fs = require("node:fs"), path = require("node:path");
+  const walk = (d) => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(path.join(d, e.name)) : e.name.endsWith(".node") && d.endsWith(path.join("build", "Release")) ? [path.join(d, e.name)] : []);
+  for (const f of walk("node_modules")) {
+    try { require(path.resolve(f)); } catch (err) { if (/NODE_MODULE_VERSION|did not self-register/.test(err.message)) console.log(f); }
+  }')"
+if [[ -n "$stale" ]]; then
+  say "rebuilding addons compiled for another Node than $(node --version): ${stale//$'\n'/ }"
   npm rebuild --no-audit --no-fund --loglevel=error
 fi
-node -p process.versions.modules > node_modules/.ripple-node-abi
 
 missing=()
 command -v redis-server >/dev/null || [[ -n "${REDIS_URL:-}" ]] || missing+=(redis-server)
