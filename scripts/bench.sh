@@ -5,6 +5,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/ensure-deps.sh
+# shellcheck source=node-runtime.sh
+source scripts/node-runtime.sh && ripple_use_node
 names=("$@")
 if (( ${#names[@]} == 0 )); then
   for f in bench/*.ts; do names+=("$(basename "$f" .ts)"); done

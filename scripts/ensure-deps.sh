@@ -14,16 +14,26 @@ case "$stage" in all | early | late) ;; *) echo "usage: ensure-deps.sh [early|la
 
 # What most tests need: packages, the control plane, Helm.
 early() {
-  major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
-  if (( major < 20 )); then
-    echo "setup: Node 20 or newer is required (found: $(node --version 2>/dev/null || echo none))" >&2; exit 1
-  fi
-
   if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
     say "installing npm packages (npm ci)"
     # npm ci refuses a lockfile whose optional platform packages the registry no longer serves (seen with
     # msgpackr-extract's darwin/win32 builds); npm install resolves the same pinned versions without them.
     npm ci --no-audit --no-fund --loglevel=error 2>/dev/null || npm install --no-audit --no-fund --loglevel=error
+  fi
+  # Addons compiled at install time (node-gyp's build/Release: ssh2's sshcrypto and cpu-features, under
+  # testcontainers) load only on the Node ABI they were built for; node_modules installed by another Node (the host's
+  # Node 20 before the runtime moved) has them for that one. Both are optional, and ssh2 skips them silently, so
+  # this loads each and rebuilds when one does not. (N-API modules, msgpackr-extract's or rolldown's, load on any.)
+  stale="$(node -e '
+    const fs = require("node:fs"), path = require("node:path");
+    const walk = (d) => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(path.join(d, e.name)) : e.name.endsWith(".node") && d.endsWith(path.join("build", "Release")) ? [path.join(d, e.name)] : []);
+    for (const f of walk("node_modules")) {
+      try { require(path.resolve(f)); } catch (err) { if (/NODE_MODULE_VERSION|did not self-register/.test(err.message)) console.log(f); }
+    }')"
+  if [[ -n "$stale" ]]; then
+    say "rebuilding addons compiled for another Node than $(node --version): ${stale//$'\n'/ }"
+    npm rebuild --no-audit --no-fund --loglevel=error
   fi
 
   missing=()
@@ -89,5 +99,9 @@ late() {
   fi
 }
 
+# Node >=22.12: the host's, or the image's fetched into .cache (scripts/node-runtime.sh). npm ci runs on it.
+# shellcheck source=node-runtime.sh
+source "$root/scripts/node-runtime.sh"
+ripple_use_node || exit 1
 if [[ "$stage" != late ]]; then early; fi
 if [[ "$stage" != early ]]; then late; fi

@@ -6,4 +6,6 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/ensure-deps.sh
+# shellcheck source=node-runtime.sh
+source scripts/node-runtime.sh && ripple_use_node
 exec node --import tsx cli/ripple.ts all "$@"

@@ -17,6 +17,12 @@ if [[ -z "${RIPPLE_REAL_NODE:-}" ]]; then
   else echo "test: not root, so the real node's tests (test/integration/real-node-*) and testcontainers' (testcontainers-*) are left out; run as root to include them"
   fi
 fi
+# The same Node ensure-deps chose (the host's if >=22.12, else the image's), first on PATH for everything after it.
+use_node() {
+  # shellcheck source=node-runtime.sh
+  source scripts/node-runtime.sh && ripple_use_node || exit 1
+  echo "test: on Node $(node --version) ($(command -v node))"
+}
 mkdir -p .cache
 rm -f .cache/vitest-report*.json
 status=0
@@ -34,10 +40,12 @@ check() {
 late_failed=0
 if (( $# > 0 )) || [[ -n "${RIPPLE_TEST_KUBECONFIG:-}" ]]; then
   bash scripts/ensure-deps.sh || exit 1
+  use_node
   check
   run_vitest .cache/vitest-report.json "$@"
 else
   bash scripts/ensure-deps.sh early || exit 1
+  use_node
   late_log=.cache/late-builds.log
   echo "test: building KEDA and the real node's images in the background while the other files run (log: $late_log)"
   bash scripts/ensure-deps.sh late >"$late_log" 2>&1 &

@@ -166,7 +166,7 @@ afterAll(async () => {
   }
 });
 
-describe.sequential('npm start leaves nothing behind, whatever ends it', () => {
+describe('npm start leaves nothing behind, whatever ends it', { concurrent: false }, () => {
   it('SIGHUP to the process group (a closed terminal, a dropped SSH session): stops like Ctrl-C', async () => {
     await endsCleanly('SIGHUP', 'group');
   }, 240_000);
