@@ -25,6 +25,8 @@ export interface WatchStreamOptions {
   accept?: string;
   /** How long to wait for response headers; the stream itself is bounded by the caller (timeoutSeconds, idle timer). */
   headerTimeoutMs: number;
+  /** The API server accepted the watch (200): called once, before any line. */
+  onOpen?: () => void;
   /** One event, in stream order. Must not throw. */
   onLine: (type: string, object: unknown) => void;
   /** A line that is not a JSON watch event; it is skipped. */
@@ -125,6 +127,7 @@ async function start(kc: KubeConfig, opts: WatchStreamOptions, sink: Sink): Prom
       return;
     }
     res.socket.setKeepAlive(true, 30_000);
+    opts.onOpen?.();
     const lines = new LineSplitter();
     res.on('data', (chunk: Buffer) => {
       for (const line of lines.push(chunk)) deliver(line, opts, sink);
