@@ -18,13 +18,12 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
-import fetch from 'node-fetch';
 import { definition as emitEvents } from '../functions/emit-events/definition.js';
 import { definition as modelServing } from '../functions/reconcile-modelserving/definition.js';
 import { lateEnqueuesTotal, stopChildrenCaches } from '../functions/reconcile-modelserving/children-cache.js';
 import { modelServingConfig } from '../functions/reconcile-modelserving/config.js';
 import { loadKubeConfig } from '../kube/config.js';
-import { kubeRequest } from '../kube/raw.js';
+import { kubeRequest, kubeRequestText } from '../kube/raw.js';
 import { collectionPath, Resources } from '../kube/resources.js';
 import { FunctionHost } from '../runtime/host.js';
 import { createLogger } from '../runtime/log.js';
@@ -143,7 +142,8 @@ async function stopProfile(session: Session | undefined): Promise<void> {
 
 const originalRequest = https.request;
 (https as { request: typeof https.request }).request = function counted(this: unknown, ...args: Parameters<typeof https.request>) {
-  // node-fetch (under client-node and kube/raw.ts) calls request(options) with an options object.
+  // kube/raw.ts and kube/watch-stream.ts call request(options) with an options object. client-node 2.x's typed
+  // clients send through undici instead and are not counted here: the ModelServing path does not use them.
   const first: unknown = args[0];
   if (who.getStore() === undefined && typeof first === 'object' && first !== null && !(first instanceof URL)) {
     const opts = first as https.RequestOptions;
@@ -175,13 +175,9 @@ const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY']);
 const RIPPLE_RESOURCES = new Set(['pods', 'services', 'controllerrevisions', 'podgroups', 'modelservings', 'events']);
 
 async function apiserverWrites(kc: KubeConfig): Promise<Record<string, number>> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the kubeconfig has no current cluster');
-  const init = await kc.applyToFetchOptions({});
-  const res = await who.run('bench', () => fetch(`${cluster.server}/metrics`, init));
-  if (!res.ok) throw new Error(`GET /metrics: ${res.status}`);
+  const metrics = await who.run('bench', () => kubeRequestText(kc, '/metrics'));
   const out: Record<string, number> = {};
-  for (const line of (await res.text()).split('\n')) {
+  for (const line of metrics.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
     const verb = labels.verb ?? '';

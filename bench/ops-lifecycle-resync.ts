@@ -16,12 +16,12 @@ import https from 'node:https';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import fetch from 'node-fetch';
 import { withLifecycle } from '../functions/ops-lifecycle/client/index.js';
 import { definition as opsLifecycle, OPS_LIFECYCLE } from '../functions/ops-lifecycle/definition.js';
 import { controlledPodCacheHits, stopControlledPodCaches } from '../functions/ops-lifecycle/pod-access/pod-cache.js';
 import { Label } from '../functions/ops-lifecycle/protocol/index.js';
 import { loadKubeConfig } from '../kube/config.js';
+import { kubeRequestText } from '../kube/raw.js';
 import { FunctionHost } from '../runtime/host.js';
 import { createLogger } from '../runtime/log.js';
 import { startControlPlane } from '../sandbox/control-plane.js';
@@ -59,13 +59,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The API server's count of requests on pods (and pods/status), by verb, whichever client sent them. */
 async function apiserverPodRequests(kc: KubeConfig): Promise<Record<string, number>> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the kubeconfig has no current cluster');
-  const init = await kc.applyToFetchOptions({});
-  const res = await bench.run(true, () => fetch(`${cluster.server}/metrics`, init));
-  if (!res.ok) throw new Error(`GET /metrics: ${res.status}`);
+  const metrics = await bench.run(true, () => kubeRequestText(kc, '/metrics'));
   const out: Record<string, number> = {};
-  for (const line of (await res.text()).split('\n')) {
+  for (const line of metrics.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
     if (labels.resource !== 'pods') continue;

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ConnectivityError } from '../runtime/errors.js';
-import { dropPooledFetchOptions, pooledFetchOptions, pooledHeaders } from './connection-pool.js';
+import { dropPooledRequestOptions, pooledRequestOptions } from './connection-pool.js';
 import { currentReconcile, requestTimeoutMs, throwIfLeaseLost } from '../runtime/reconcile-scope.js';
 import { statusSchema } from './object.js';
 import { observedKubeRequest } from './request-metrics.js';
@@ -56,13 +56,7 @@ export interface RawRequest {
  * clients would reshape objects (lists and custom resources the watcher keeps as they came).
  */
 export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest = {}): Promise<unknown> {
-  const url = apiUrl(kc, path, req.query);
-  let answer = await send(kc, url, path, req);
-  // Pooled credentials are reused for a while (kube/connection-pool.ts) and a token may expire inside that
-  // while: a 401 drops them and the request is sent once more with credentials read again. The API server
-  // authenticates before anything else, so a refused request did nothing and is safe to send again.
-  if (answer.status === 401) answer = await send(kc, url, path, req);
-  const { status, statusText, text } = answer;
+  const { status, statusText, text } = await sendRetrying401(kc, path, req);
   const ok = status >= 200 && status < 300;
   let json: unknown;
   try {
@@ -73,6 +67,31 @@ export async function kubeRequest(kc: KubeConfig, path: string, req: RawRequest 
   }
   if (!ok) throw apiErrorOf(status, statusText, json, `${req.method ?? 'GET'} ${path}`);
   return json;
+}
+
+/**
+ * A request whose answer is not JSON (the API server's own `/metrics`), with the same credentials, timeout and
+ * retry as kubeRequest: the body as text. An answer other than 2xx is a KubeApiError, as there.
+ */
+export async function kubeRequestText(kc: KubeConfig, path: string, req: RawRequest = {}): Promise<string> {
+  const { status, statusText, text } = await sendRetrying401(kc, path, req);
+  if (status >= 200 && status < 300) return text;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  throw apiErrorOf(status, statusText, json, `${req.method ?? 'GET'} ${path}`);
+}
+
+async function sendRetrying401(kc: KubeConfig, path: string, req: RawRequest): Promise<Answer> {
+  const url = apiUrl(kc, path, req.query);
+  const answer = await send(kc, url, path, req);
+  // Pooled credentials are reused for a while (kube/connection-pool.ts) and a token may expire inside that
+  // while: a 401 drops them and the request is sent once more with credentials read again. The API server
+  // authenticates before anything else, so a refused request did nothing and is safe to send again.
+  return answer.status === 401 ? send(kc, url, path, req) : answer;
 }
 
 /** The URL of `path` on the kubeconfig's current cluster, with the query's defined parameters. */
@@ -93,7 +112,7 @@ export function apiErrorOf(code: number, statusText: string, body: unknown, what
 }
 
 /** An answer read whole. */
-interface Answer {
+export interface Answer {
   status: number;
   statusText: string;
   text: string;
@@ -102,17 +121,17 @@ interface Answer {
 /**
  * One try of a request: its answer read whole, under the request's timeout and the callers' signals.
  * Sent with Node's own http client on the pooled keep-alive agent, as kube/watch-stream.ts sends watches:
- * node-fetch's Headers, body streams and Response cost ~2× the CPU per request (317 against 145 µs for a
- * small GET on the sandbox), and a converge sends hundreds. No Accept-Encoding is sent, so answers come
- * uncompressed (what a watch gets too): the API server compresses only large lists, and on the links
- * Ripple runs over (in-cluster, a node to its API server) decompressing them would cost more CPU than
- * the bytes would take to arrive.
+ * a fetch's Headers, body streams and Response (node-fetch's, under client-node 1.x, when measured) cost ~2×
+ * the CPU per request (317 against 145 µs for a small GET on the sandbox), and a converge sends hundreds. No
+ * Accept-Encoding is sent, so answers come uncompressed (what a watch gets too): the API server compresses only
+ * large lists, and on the links Ripple runs over (in-cluster, a node to its API server) decompressing them
+ * would cost more CPU than the bytes would take to arrive.
  */
 async function send(kc: KubeConfig, url: URL, path: string, req: RawRequest): Promise<Answer> {
   // Credentials and a keep-alive agent worked out once per kubeconfig (kube/connection-pool.ts).
-  const init = await pooledFetchOptions(kc);
+  const pooled = await pooledRequestOptions(kc);
   const method = req.method ?? 'GET';
-  const headers: Record<string, string> = { ...pooledHeaders(init), accept: req.accept ?? 'application/json' };
+  const headers: Record<string, string> = { ...pooled.headers, accept: req.accept ?? 'application/json' };
   for (const [name, value] of Object.entries(req.headers ?? {})) headers[name.toLowerCase()] = value;
   let body: string | undefined;
   if (req.body !== undefined) {
@@ -141,10 +160,9 @@ async function send(kc: KubeConfig, url: URL, path: string, req: RawRequest): Pr
   else req.signal?.addEventListener('abort', onCallerAbort, { once: true });
   claim?.addEventListener('abort', onCallerAbort, { once: true });
   try {
-    const agent = init.agent instanceof http.Agent ? init.agent : undefined;
     // Counted and timed (rest_client_* metrics) when the process turned them on: kube/request-metrics.ts.
-    const answer = await observedKubeRequest(kc, method, url, () => exchange(url, { method, headers, agent, signal: abort.signal }, body));
-    if (answer.status === 401) dropPooledFetchOptions(kc, init);
+    const answer = await observedKubeRequest(kc, method, url, () => exchange(url, { method, headers, agent: pooled.agent, signal: abort.signal }, body));
+    if (answer.status === 401) dropPooledRequestOptions(kc, pooled);
     return answer;
   } catch (err) {
     if (timedOut) throw new KubeTimeoutError(`${method} ${path}: no answer from the API server within ${timeoutMs} ms`);
@@ -160,9 +178,10 @@ async function send(kc: KubeConfig, url: URL, path: string, req: RawRequest): Pr
  * The request on the wire. An options object, as the watch stream passes: what wraps https.request to
  * count or trace requests (the benches, the tests' request counters) sees every request's path and method.
  * Aborting the signal ends it wherever it is, with an AbortError before the answer's headers and the
- * socket's error after them; an answer cut short is an error, never a truncated body.
+ * socket's error after them; an answer cut short is an error, never a truncated body. Also what the
+ * autoscaler's Prometheus client sends with (its own agent, CA and token).
  */
-function exchange(url: URL, options: http.RequestOptions, body: string | undefined): Promise<Answer> {
+export function exchange(url: URL, options: http.RequestOptions, body: string | undefined): Promise<Answer> {
   const request = url.protocol === 'https:' ? https.request : http.request;
   return new Promise<Answer>((resolve, reject) => {
     const req = request({ ...urlToHttpOptions(url), ...options }, (res) => {

@@ -2,17 +2,18 @@ import http from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { dropPooledFetchOptions, pooledFetchOptions, pooledHeaders } from './connection-pool.js';
+import { dropPooledRequestOptions, pooledRequestOptions, type PooledRequestOptions } from './connection-pool.js';
 import { apiErrorOf, apiUrl, KubeTimeoutError } from './raw.js';
 
 /**
  * One watch request to the API server, read line by line as it streams.
  *
- * Why not client-node's `Watch`: it builds a new https.Agent (and re-reads the kubeconfig's
- * certificates) for every watch, so every reconnect and every short-lived watch (a namespace's children
- * cache, a pod-wake) paid a TLS handshake; and it pipes the body through node-fetch's stream and
- * `readline`, which decodes every chunk to a string before splitting it (~60 ms of a converge's 1.3 s busy,
- * bench/README.md "Round 5"; the rest of a watch's cost is JSON.parse, which any reader pays). Here the
+ * Why not client-node's `Watch`: it builds a new connection pool (an https.Agent in 1.x, an undici
+ * dispatcher in 2.x, with the kubeconfig's certificates read again) for every watch, so every reconnect and
+ * every short-lived watch (a namespace's children cache, a pod-wake) pays a TLS handshake; and it pipes the
+ * body through `readline`, which decodes every chunk to a string before splitting it (~60 ms of a
+ * converge's 1.3 s busy, measured with 1.x, bench/README.md "Round 5"; the rest of a watch's cost is
+ * JSON.parse, which any reader pays). Here the
  * request goes out on the pooled keep-alive connection kube/raw.ts uses, lines are cut from the bytes and
  * each line is decoded once.
  */
@@ -24,6 +25,8 @@ export interface WatchStreamOptions {
   accept?: string;
   /** How long to wait for response headers; the stream itself is bounded by the caller (timeoutSeconds, idle timer). */
   headerTimeoutMs: number;
+  /** The API server accepted the watch (200): called once, before any line. */
+  onOpen?: () => void;
   /** One event, in stream order. Must not throw. */
   onLine: (type: string, object: unknown) => void;
   /** A line that is not a JSON watch event; it is skipped. */
@@ -104,13 +107,12 @@ interface Sink {
 
 async function start(kc: KubeConfig, opts: WatchStreamOptions, sink: Sink): Promise<void> {
   const url = apiUrl(kc, opts.path, { ...opts.query, watch: true });
-  const init = await pooledFetchOptions(kc);
-  const headers: Record<string, string> = { ...pooledHeaders(init), accept: opts.accept ?? 'application/json' };
-  const agent = init.agent instanceof http.Agent ? init.agent : undefined;
-  const send = url.protocol === 'https:' ? https.request : http.request;
+  const pooled = await pooledRequestOptions(kc);
+  const headers: Record<string, string> = { ...pooled.headers, accept: opts.accept ?? 'application/json' };
+    const send = url.protocol === 'https:' ? https.request : http.request;
   // An options object, as kube/raw.ts passes for every other request: what wraps https.request to count or
   // trace requests (the benches, the tests' request counters) sees the watch's path and method the same way.
-  const req = send({ ...urlToHttpOptions(url), method: 'GET', headers, agent });
+  const req = send({ ...urlToHttpOptions(url), method: 'GET', headers, agent: pooled.agent });
   sink.onRequest(req);
   // Response headers within the timeout; then the stream's own bounds (the caller's) apply.
   const headerTimer = setTimeout(() => req.destroy(new KubeTimeoutError(`GET ${opts.path} (watch): no answer from the API server within ${opts.headerTimeoutMs} ms`)), opts.headerTimeoutMs);
@@ -121,10 +123,11 @@ async function start(kc: KubeConfig, opts: WatchStreamOptions, sink: Sink): Prom
   req.on('response', (res) => {
     clearTimeout(headerTimer);
     if (res.statusCode !== 200) {
-      readRefusal(kc, init, opts.path, res, sink);
+      readRefusal(kc, pooled, opts.path, res, sink);
       return;
     }
     res.socket.setKeepAlive(true, 30_000);
+    opts.onOpen?.();
     const lines = new LineSplitter();
     res.on('data', (chunk: Buffer) => {
       for (const line of lines.push(chunk)) deliver(line, opts, sink);
@@ -152,10 +155,10 @@ function deliver(line: string, opts: WatchStreamOptions, sink: Sink): void {
 }
 
 /** A watch the API server refused: its Status read whole, as a KubeApiError with the HTTP code. */
-function readRefusal(kc: KubeConfig, init: Awaited<ReturnType<typeof pooledFetchOptions>>, path: string, res: http.IncomingMessage, sink: Sink): void {
+function readRefusal(kc: KubeConfig, pooled: PooledRequestOptions, path: string, res: http.IncomingMessage, sink: Sink): void {
   const code = res.statusCode ?? 0;
   // Credentials pooled a while ago may have expired: the next attempt reads them again.
-  if (code === 401) dropPooledFetchOptions(kc, init);
+  if (code === 401) dropPooledRequestOptions(kc, pooled);
   const chunks: Buffer[] = [];
   res.on('data', (c: Buffer) => chunks.push(c));
   res.on('error', (err) => sink.settle(err));

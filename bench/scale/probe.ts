@@ -1,8 +1,9 @@
 // Loaded into each Ripple process bench/scale.ts starts (`node --import tsx --import bench/scale/probe.ts`):
-// counts the process's API requests by kind on its HTTPS client (node-fetch, under client-node and
-// kube/raw.ts, calls https.request for every request), keeps the start time of each reconcile the
-// bench's wrapped definitions report (definitions.ts), and answers the bench over the IPC channel it
-// was spawned with. It changes nothing Ripple does.
+// counts the process's API requests by kind on its HTTPS client (kube/raw.ts and kube/watch-stream.ts call
+// https.request for every request; client-node 2.x's typed clients send through undici and are not seen, but
+// only the autoscaler and a CLI check use them, neither run by this bench), keeps the start time of each
+// reconcile the bench's wrapped definitions report (definitions.ts), and answers the bench over the IPC
+// channel it was spawned with. It changes nothing Ripple does.
 import https from 'node:https';
 import { z } from 'zod';
 

@@ -189,8 +189,8 @@ async function prometheusCheck(kc: KubeConfig, namespace: string, flagUrl: strin
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof PrometheusAuthError) outcome = { kind: 'refused-credentials', source, message };
     else if (err instanceof PrometheusUnreachableError) {
-      // The client's message leads with the server and, from node-fetch, the whole query URL: the reason alone.
-      const reason = message.replace(/^cannot reach Prometheus at \S+: /, '').replace(/^request to \S+ failed, reason: /, '');
+      // The client's message leads with the server, which the finding names itself: the reason alone.
+      const reason = message.replace(/^cannot reach Prometheus at \S+: /, '');
       outcome = { kind: 'unreachable', source, url: shown, reason };
     } else {
       // Certificate or token files it names that cannot be read here (they are the autoscaler pod's).

@@ -2,13 +2,14 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { openSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { KubeConfig, Watch } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { kubeRequest } from '../../kube/raw.js';
 import { Resources } from '../../kube/resources.js';
 import { createLogger } from '../../runtime/log.js';
 import { ListWatch } from '../../watcher/list-watch.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+import { watchEvents } from '../harness/watch-events.js';
 
 // Issue 11: "kube-apiserver restart and etcd compaction on a quiet, label-selected watch: zero relists
 // thanks to bookmarks". What kube-apiserver (1.34) can resume from decides the setup:
@@ -192,17 +193,18 @@ class Balancer {
 /** A plain watch with bookmarks, recording the resourceVersion of each bookmark the apiserver sends. */
 class BookmarkProbe {
   readonly bookmarks: string[] = [];
-  private controller?: AbortController;
+  private controller?: { abort(): void };
 
   async start(kc: KubeConfig, namespace: string, labelSelector: string): Promise<void> {
     const list = (await kubeRequest(kc, `/api/v1/namespaces/${namespace}/configmaps`, { query: { labelSelector } })) as { metadata: { resourceVersion: string } };
-    this.controller = await new Watch(kc).watch(
+    // Quiet by design (its selector matches nothing): client-node 2.x's Watch would end it after 30 s without data.
+    this.controller = await watchEvents(
+      kc,
       `/api/v1/namespaces/${namespace}/configmaps`,
       { resourceVersion: list.metadata.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: 600, labelSelector },
       (type: string, obj: { metadata?: { resourceVersion?: string } }) => {
         if (type === 'BOOKMARK' && obj.metadata?.resourceVersion) this.bookmarks.push(obj.metadata.resourceVersion);
       },
-      () => undefined,
     );
   }
 

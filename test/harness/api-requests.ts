@@ -11,7 +11,9 @@ export interface ApiRequestCount {
 
 /**
  * Counts this process's API requests with `method` whose path (without the query) and query `matches`, from now
- * until stop(): every Kubernetes request Ripple makes goes through https.request, so wrapping it sees them all.
+ * until stop(): every request kube/raw.ts and kube/watch-stream.ts send goes through https.request, so wrapping it
+ * sees them all (client-node 2.x's typed clients, which only the autoscaler and a CLI check use, send through
+ * undici instead).
  * The query tells a watch (`watch=true`) from a list of the same path.
  */
 export function countApiRequests(method: string, matches: (path: string, query: URLSearchParams) => boolean): ApiRequestCount {

@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import fetch from 'node-fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kubeRequestText } from '../../kube/raw.js';
 import { waitFor } from '../harness/sandbox.js';
 import { condition, createDeployment, createVA, loadPods, readVA, waitForCondition } from './autoscaler-helpers.js';
 import { STEADY, startLoop, type Loop } from './autoscaler-loop.js';
@@ -10,12 +10,8 @@ const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'APPLY']);
 
 /** Write requests the API server has served for one resource, from its own apiserver_request_total. */
 async function apiserverWrites(kc: KubeConfig, resource: string): Promise<number> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('the kubeconfig has no current cluster');
-  const res = await fetch(`${cluster.server}/metrics`, await kc.applyToFetchOptions({}));
-  if (!res.ok) throw new Error(`GET /metrics: ${res.status}`);
   let total = 0;
-  for (const line of (await res.text()).split('\n')) {
+  for (const line of (await kubeRequestText(kc, '/metrics')).split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
     // Collection deletes (scope "namespace") come from the namespace controller retrying every

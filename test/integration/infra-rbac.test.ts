@@ -122,7 +122,9 @@ beforeAll(async () => {
   const core = sb.kc.makeApiClient(CoreV1Api);
   for (const id of IDENTITIES) {
     const tr = await core.createNamespacedServiceAccountToken({ name: serviceAccount(id), namespace: ns(), body: { spec: { expirationSeconds: 900, audiences: [] } } });
-    tokens.set(id, kubeconfigWithToken(sb.kc, tr.status!.token));
+    const token = tr.status?.token;
+    if (!token) throw new Error(`no token issued for ${serviceAccount(id)}`);
+    tokens.set(id, kubeconfigWithToken(sb.kc, token));
   }
 });
 afterAll(async () => {

@@ -3,7 +3,7 @@
 // once otherwise) and releases it when it has seen what it wants. Scenarios: 1 (a partition-protected
 // group rebuilt while its pod terminates), 3 (an HPA scaling through the scale subresource past the
 // generated-name length), 10 (a namespace being deleted under a live ModelServing).
-import { Watch, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
@@ -13,6 +13,7 @@ import { RECONCILE_MODELSERVING, definition as modelServingDefinition } from '..
 import { readRoleStatus } from '../../functions/reconcile-modelserving/role-store.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+import { watchEvents } from '../harness/watch-events.js';
 import {
   IMAGE_A,
   IMAGE_B,
@@ -192,14 +193,9 @@ describe('ModelServing under churn (issue 13)', () => {
       });
     };
     const deletions: string[] = [];
-    const w = await new Watch(sb.kc).watch(
-      `/api/v1/namespaces/${sb.namespace}/pods`,
-      { fieldSelector: `metadata.name=${name}` },
-      (type: string, p: V1Pod) => {
-        if (type === 'DELETED' || p.metadata?.deletionTimestamp) deletions.push(p.metadata?.uid ?? '');
-      },
-      () => undefined,
-    );
+    const w = await watchEvents(sb.kc, `/api/v1/namespaces/${sb.namespace}/pods`, { fieldSelector: `metadata.name=${name}` }, (type: string, p: V1Pod) => {
+      if (type === 'DELETED' || p.metadata?.deletionTimestamp) deletions.push(p.metadata?.uid ?? '');
+    });
     try {
       // It restarted once and is Running and Ready again: remembered for this pod UID.
       await setStatus(true, 1);
@@ -295,11 +291,11 @@ describe('ModelServing under churn (issue 13)', () => {
     // Every status the API server holds from now on is seen: a currentRevision that flipped to B even
     // once would have a next lost protected instance rebuilt from B.
     const seen: string[] = [];
-    const watch = await new Watch(sb.kc).watch(
+    const watch = await watchEvents(
+      sb.kc,
       `/apis/workload.serving.volcano.sh/v1alpha1/namespaces/${sb.namespace}/modelservings`,
       { fieldSelector: 'metadata.name=sr' },
       (_type: string, obj: { status?: { currentRevision?: string } }) => seen.push(obj.status?.currentRevision ?? ''),
-      () => undefined,
     );
     ripple = await startRipple(sb, modelServingFunctions());
     const { ms, pods } = await waitConverged(sb, 'sr', {

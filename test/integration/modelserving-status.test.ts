@@ -10,7 +10,7 @@
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { Watch, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -27,6 +27,7 @@ import { createLogger } from '../../runtime/log.js';
 import { objectListKey, waitSettled } from '../fixtures/emit-events-cluster.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+import { watchEvents as watchApi } from '../harness/watch-events.js';
 import {
   IMAGE_A,
   IMAGE_B,
@@ -65,16 +66,11 @@ async function watchEvents(sb: TestSandbox, objectName: string): Promise<{ seen:
   const list = z.object({ metadata: z.object({ resourceVersion: z.string() }) }).parse(await kubeRequest(sb.kc, path, { query: { fieldSelector } }));
   const seen = new Map<string, SeenEvent>();
   const eventSchema = z.object({ metadata: z.object({ name: z.string() }), type: z.string(), reason: z.string(), message: z.string(), count: z.number().optional() });
-  const req = await new Watch(sb.kc).watch(
-    path,
-    { fieldSelector, resourceVersion: list.metadata.resourceVersion },
-    (phase: string, obj: unknown) => {
-      if (phase !== 'ADDED' && phase !== 'MODIFIED') return;
-      const e = eventSchema.parse(obj);
-      seen.set(e.metadata.name, { name: e.metadata.name, type: e.type, reason: e.reason, message: e.message, count: e.count ?? 1 });
-    },
-    () => undefined,
-  );
+  const req = await watchApi(sb.kc, path, { fieldSelector, resourceVersion: list.metadata.resourceVersion }, (phase: string, obj: unknown) => {
+    if (phase !== 'ADDED' && phase !== 'MODIFIED') return;
+    const e = eventSchema.parse(obj);
+    seen.set(e.metadata.name, { name: e.metadata.name, type: e.type, reason: e.reason, message: e.message, count: e.count ?? 1 });
+  });
   return { seen, stop: () => req.abort() };
 }
 

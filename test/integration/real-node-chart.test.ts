@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { CoordinationV1Api, RbacAuthorizationV1Api, Watch, type V1Pod } from '@kubernetes/client-node';
+import { CoordinationV1Api, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { realNode } from '../../sandbox/real-node.js';
@@ -8,6 +8,7 @@ import { createMs, deleteMs, getMs, isReady } from '../fixtures/modelserving-fix
 import { MODEL_SERVER_IMAGE, realNodeMs } from '../fixtures/real-node-ms.js';
 import { ok, RIPPLE_VERSION, RippleRelease } from '../harness/ripple-release.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+import { watchEvents } from '../harness/watch-events.js';
 
 // Ripple as its users run it (test/harness/ripple-release.ts): its image installed by its Helm chart in the
 // scaled mode, every pod a real container on the sandbox's real node. The ModelServings it reconciles run the
@@ -33,12 +34,7 @@ const running = async (name: string) => {
 /** Every pod event in the namespace from now on, so a negative check sees all of them, not a sample. */
 async function recordPodEvents(): Promise<{ events: { type: string; pod: V1Pod }[]; stop: () => void }> {
   const events: { type: string; pod: V1Pod }[] = [];
-  const req = await new Watch(sb.kc).watch(
-    `/api/v1/namespaces/${sb.namespace}/pods`,
-    {},
-    (type: string, pod: V1Pod) => events.push({ type, pod }),
-    () => undefined,
-  );
+  const req = await watchEvents(sb.kc, `/api/v1/namespaces/${sb.namespace}/pods`, {}, (type: string, pod: V1Pod) => events.push({ type, pod }));
   return { events, stop: () => req.abort() };
 }
 

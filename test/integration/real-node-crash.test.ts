@@ -1,10 +1,11 @@
-import { CoreV1Api, Watch, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMs, getMs, modelServingFunctions, msReadSchema, type MsRead } from '../fixtures/modelserving-fixtures.js';
 import { realNodeMs } from '../fixtures/real-node-ms.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { useRealNode } from '../harness/real-node.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
+import { watchEvents } from '../harness/watch-events.js';
 
 // Seed 000's "a Running role falls back to Creating" and seed 002's Degraded, from a container that really
 // exits on the real node (not a patched pod status): the kubelet sees the exit, the probe turns the pod unready,
@@ -25,7 +26,7 @@ describe('a ModelServing container that really crashes on the real node', () => 
   /** Every event of one kind in the namespace from now on (a watch: short states are not missed). */
   async function record<T>(path: string, keep: (type: string, obj: T) => boolean): Promise<{ seen: T[]; stop(): void }> {
     const seen: T[] = [];
-    const req = await new Watch(sb.kc).watch(path, {}, (type: string, obj: T) => void (keep(type, obj) && seen.push(obj)), () => undefined);
+    const req = await watchEvents(sb.kc, path, {}, (type: string, obj: T) => void (keep(type, obj) && seen.push(obj)));
     return { seen, stop: () => req.abort() };
   }
   const running = async (name: string) => {

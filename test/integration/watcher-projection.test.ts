@@ -1,9 +1,8 @@
-import fetch, { Headers } from 'node-fetch';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../kube/object.js';
 import { kubeRequest } from '../../kube/raw.js';
 import { collectionPath, Resources } from '../../kube/resources.js';
+import { openWatch } from '../../kube/watch-stream.js';
 import { createLogger } from '../../runtime/log.js';
 import type { WatchEvent } from '../../watcher/events.js';
 import { ListWatch, METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT } from '../../watcher/list-watch.js';
@@ -32,21 +31,24 @@ describe('watcher projections', () => {
     expect(probe?.data).toBeUndefined();
     expect((probe?.metadata as Record<string, unknown>).managedFields).toBeDefined();
 
-    // The watch, requested as list-watch.ts requests it.
-    const cluster = sb.kc.getCurrentCluster();
-    const init = await sb.kc.applyToFetchOptions({});
-    const headers = new Headers(init.headers);
-    headers.set('Accept', METADATA_WATCH_ACCEPT);
-    const abort = new AbortController();
-    const url = `${cluster?.server ?? ''}${collectionPath(Resources.configMap, sb.namespace)}?watch=true&resourceVersion=0&timeoutSeconds=30`;
-    const res = await fetch(url, { ...init, headers, signal: abort.signal as never });
-    expect(res.status).toBe(200);
-    const first = await new Promise<{ type: string; object: Record<string, unknown> }>((resolve, reject) => {
-      const lines = createInterface(res.body as NodeJS.ReadableStream);
-      lines.once('line', (line) => resolve(JSON.parse(line) as { type: string; object: Record<string, unknown> }));
-      lines.once('error', reject);
+    // The watch, requested as list-watch.ts requests it (a refusal would reject `done`); its first event is enough.
+    const events: Array<{ type: string; object: Record<string, unknown> }> = [];
+    const unreadable: string[] = [];
+    const stream = openWatch(sb.kc, {
+      path: collectionPath(Resources.configMap, sb.namespace),
+      query: { resourceVersion: '0', timeoutSeconds: 30 },
+      accept: METADATA_WATCH_ACCEPT,
+      headerTimeoutMs: 10_000,
+      onLine: (type, object) => {
+        events.push({ type, object: object as Record<string, unknown> });
+        stream.abort();
+      },
+      onUnreadable: (reason) => void unreadable.push(reason),
     });
-    abort.abort();
+    await stream.done;
+    expect(unreadable).toEqual([]);
+    const first = events[0];
+    if (!first) throw new Error('the watch ended without an event');
     expect(first.type).toBe('ADDED');
     expect(first.object.kind).toBe('PartialObjectMetadata');
     expect(first.object.data).toBeUndefined();

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
-import fetch, { type RequestInit } from 'node-fetch';
+import { exchange } from '../../../kube/raw.js';
 import { redactUrl } from '../../../runtime/redact.js';
 import { currentReconcile, LeaseLostError, requestTimeoutMs, throwIfLeaseLost } from '../../../runtime/reconcile-scope.js';
 import type { PrometheusSettings } from '../config/controller-config.js';
@@ -70,12 +70,11 @@ export async function prometheusClient(settings: PrometheusSettings & { baseUrl:
       const onClaimLost = () => abort.abort();
       claim?.addEventListener('abort', onClaimLost, { once: true });
       try {
-        const res = await fetch(url.toString(), {
-          headers: { Accept: 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
-          ...(agent ? { agent } : {}),
-          signal: abort.signal as RequestInit['signal'],
-        });
-        const text = await res.text();
+        // Node's own client, as kube/raw.ts sends to the API server: it takes the agent with the CA and client
+        // certificate (the global fetch does not), and a URL's user and password go out as Basic credentials
+        // when no token is set.
+        const res = await exchange(url, { method: 'GET', headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, agent, signal: abort.signal }, undefined);
+        const text = res.text;
         if (res.status === 401 || res.status === 403) {
           // The body is the server's words (no secret of ours); the token is never part of the message.
           throw new PrometheusAuthError(redactUrl(`${shown} answered ${res.status} ${res.statusText || (res.status === 401 ? 'Unauthorized' : 'Forbidden')}: ${text.trim().slice(0, 200)}`));
@@ -87,7 +86,7 @@ export async function prometheusClient(settings: PrometheusSettings & { baseUrl:
         }
       } catch (err) {
         if (err instanceof PrometheusUnreachableError || err instanceof PrometheusAuthError) throw err;
-        // node-fetch's own message quotes the whole request URL, credentials included.
+        // Whatever the error quotes, the message goes through redactUrl: a URL in it may carry credentials.
         if (claim?.aborted) throw new LeaseLostError(`Prometheus query at ${shown}: given up, the reconcile lost its claim`);
         const why = abort.signal.aborted ? `no answer within ${limitMs} ms` : err instanceof Error ? err.message : String(err);
         throw new PrometheusUnreachableError(redactUrl(`cannot reach Prometheus at ${shown}: ${why}`));
