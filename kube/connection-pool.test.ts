@@ -130,6 +130,38 @@ describe('pooled request options', () => {
     expect((refreshed.agent as https.Agent).options.key).toBe('key-2');
   });
 
+  it("an exec plugin's credential without an expiry is kept until the API server refuses it, then the plugin runs again", async () => {
+    const dir = scratch();
+    const tokenFile = path.join(dir, 'token');
+    writeFileSync(tokenFile, 'exec-1');
+    // No expirationTimestamp: client-node keeps the credential in the KubeConfig that ran the plugin, for good.
+    const plugin = path.join(dir, 'plugin.mjs');
+    writeFileSync(
+      plugin,
+      `import { readFileSync } from 'node:fs';\n` +
+        `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: readFileSync(${JSON.stringify(tokenFile)}, 'utf8') } }));\n`,
+    );
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: 'https://127.0.0.1:6443', caData: Buffer.from('ca-1').toString('base64') }],
+      users: [{ name: 'u', exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin], interactiveMode: 'Never' } }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const first = await pooledRequestOptions(kc, 0);
+    expect(authOf(first)).toBe('Bearer exec-1');
+    writeFileSync(tokenFile, 'exec-2');
+    const kept = await pooledRequestOptions(kc, REFRESH_MS);
+    expect(authOf(kept)).toBe('Bearer exec-1');
+    dropPooledRequestOptions(kc, kept);
+    const again = await pooledRequestOptions(kc, REFRESH_MS + 1);
+    expect(authOf(again)).toBe('Bearer exec-2');
+    expect(again.agent).toBe(first.agent);
+    // From then on the new credential is the one kept, read again at the next refusal only.
+    writeFileSync(tokenFile, 'exec-3');
+    expect(authOf(await pooledRequestOptions(kc, 2 * REFRESH_MS + 1))).toBe('Bearer exec-2');
+  });
+
   it('a username and password go out as Basic credentials', async () => {
     const kc = new KubeConfig();
     kc.loadFromOptions({

@@ -11,7 +11,8 @@
  * file or an exec plugin may have rotated; client-go re-reads a token file about as often); the agent
  * is kept while the TLS material is unchanged, and replaced when it changed. A token may expire inside
  * that window: the API server then answers 401, and kube/raw.ts drops the options it used
- * (dropPooledRequestOptions) and retries once with credentials read again.
+ * (dropPooledRequestOptions) and retries once with credentials read again, from then on by a fresh copy of
+ * the KubeConfig (client-node keeps an exec credential without an expiry in the KubeConfig that read it).
  *
  * The TLS material is taken from the options `applyToHTTPSOptions` fills in, which it reads again on every
  * call (certificate files, an exec plugin's client certificate), never from the agent it hands back:
@@ -23,7 +24,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 
 /** How long worked-out credentials are reused before they are read again. */
 export const REFRESH_MS = 30_000;
@@ -52,6 +53,8 @@ interface Pooled {
 }
 
 interface Entry {
+  /** Where credentials are worked out: the KubeConfig itself, or its copy made at a refusal (see refresh). */
+  source: KubeConfig;
   current: Pooled | undefined;
   /** The refresh in flight, shared by the callers that arrive while it runs. */
   refreshing: Promise<Pooled> | undefined;
@@ -86,14 +89,14 @@ function same(a: readonly unknown[], b: readonly unknown[]): boolean {
 export async function pooledRequestOptions(kc: KubeConfig, now = Date.now()): Promise<PooledRequestOptions> {
   let entry = pools.get(kc);
   if (!entry) {
-    entry = { current: undefined, refreshing: undefined };
+    entry = { source: kc, current: undefined, refreshing: undefined };
     pools.set(kc, entry);
   }
   let pooled = entry.current;
   if (!pooled || pooled.refused || now - pooled.at >= REFRESH_MS) {
     const e = entry;
     if (!e.refreshing) {
-      const refreshing = refresh(kc, e, now).finally(() => {
+      const refreshing = refresh(e, now).finally(() => {
         if (e.refreshing === refreshing) e.refreshing = undefined;
       });
       e.refreshing = refreshing;
@@ -130,10 +133,24 @@ export function dropPooledRequestOptions(kc: KubeConfig, used: PooledRequestOpti
   if (entry?.current !== undefined && entry.current === pooled) pooled.refused = true;
 }
 
-async function refresh(kc: KubeConfig, entry: Entry, now: number): Promise<Pooled> {
-  const opts: https.RequestOptions = {};
-  await kc.applyToHTTPSOptions(opts);
+/**
+ * A KubeConfig with the same clusters, users and contexts (shared, not copied) and none of the credentials
+ * client-node keeps in the one that read them.
+ */
+function freshCopy(kc: KubeConfig): KubeConfig {
+  const copy = new KubeConfig();
+  copy.loadFromOptions({ clusters: kc.clusters, users: kc.users, contexts: kc.contexts, currentContext: kc.currentContext });
+  return copy;
+}
+
+async function refresh(entry: Entry, now: number): Promise<Pooled> {
   const previous = entry.current;
+  // After a refusal, credentials are worked out by a fresh copy, used from then on: client-node 2.x keeps an
+  // exec plugin's credential that has no expiry in the KubeConfig that ran the plugin, for good, and would hand
+  // the refused one out again (1.x ran the plugin at every refresh; client-go runs it again after a 401).
+  if (previous?.refused) entry.source = freshCopy(entry.source);
+  const opts: https.RequestOptions = {};
+  await entry.source.applyToHTTPSOptions(opts);
   // Only a plain HTTPS agent is pooled; a proxy's agent (or an http: cluster's) is used as client-node built it.
   const built = opts.agent;
   let agent = built instanceof http.Agent ? built : undefined;
