@@ -18,4 +18,23 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  // Lower layers do not import upper ones: base/ stands on nothing of Ripple's, kube/ and queue/ on base/ (and
+  // queue/ on kube/), never on the runtime, the watcher, the functions, the ops server or the CLI.
+  {
+    files: ['base/**/*.ts', 'kube/**/*.ts', 'queue/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(\\.\\./)+(runtime|watcher|functions|ops|cli|status|sandbox|sdk)/', message: 'a lower layer: take this from base/ (or move it there)' }] },
+      ],
+    },
+  },
+  {
+    files: ['base/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^\\.\\./', message: 'base/ imports none of Ripple\'s other folders' }] }],
+    },
+  },
 );

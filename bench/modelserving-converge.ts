@@ -26,7 +26,7 @@ import { loadKubeConfig } from '../kube/config.js';
 import { kubeRequest, kubeRequestText } from '../kube/raw.js';
 import { collectionPath, Resources } from '../kube/resources.js';
 import { FunctionHost } from '../runtime/host.js';
-import { createLogger } from '../runtime/log.js';
+import { createLogger } from '../base/log.js';
 import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';

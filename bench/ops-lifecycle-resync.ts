@@ -23,7 +23,7 @@ import { Label } from '../functions/ops-lifecycle/protocol/index.js';
 import { loadKubeConfig } from '../kube/config.js';
 import { kubeRequestText } from '../kube/raw.js';
 import { FunctionHost } from '../runtime/host.js';
-import { createLogger } from '../runtime/log.js';
+import { createLogger } from '../base/log.js';
 import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { Watcher } from '../watcher/watcher.js';

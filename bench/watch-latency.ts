@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { loadKubeConfig } from '../kube/config.js';
 import { Resources } from '../kube/resources.js';
 import { WorkQueue } from '../queue/work-queue.js';
-import { createLogger } from '../runtime/log.js';
+import { createLogger } from '../base/log.js';
 import { startControlPlane } from '../sandbox/control-plane.js';
 import { startRedis } from '../sandbox/redis.js';
 import { mapToSelf } from '../watcher/mappers.js';

@@ -10,7 +10,7 @@
 // Each variant runs twice, alternating, and the lower of the two is reported. Own sandbox: set
 // RIPPLE_SANDBOX_DIR (it creates and deletes N ConfigMaps). BENCH_OBJECTS sets N (default 2000).
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -20,7 +20,7 @@ import { kubeRequest } from '../kube/raw.js';
 import { collectionPath, Resources } from '../kube/resources.js';
 import { startControlPlane } from '../sandbox/control-plane.js';
 import type * as ListWatchModule from '../watcher/list-watch.js';
-import type * as LogModule from '../runtime/log.js';
+import type * as LogModule from '../base/log.js';
 import { baselineCheckout } from './baseline.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -47,7 +47,9 @@ async function child(variant: string, checkout: string, kubeconfig: string, name
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run with --expose-gc');
   const { ListWatch } = (await import(pathToFileURL(path.join(checkout, 'watcher/list-watch.ts')).href)) as typeof ListWatchModule;
-  const { createLogger } = (await import(pathToFileURL(path.join(checkout, 'runtime/log.ts')).href)) as typeof LogModule;
+  // The logger moved from runtime/ to base/; a baseline checkout from before has it at its old place.
+  const logModule = existsSync(path.join(checkout, 'base')) ? 'base/log.ts' : 'runtime/log.ts';
+  const { createLogger } = (await import(pathToFileURL(path.join(checkout, logModule)).href)) as typeof LogModule;
   const { ONLY_METADATA } = await import('../watcher/projection.js');
   const kc = loadKubeConfig({ kind: 'kubeconfig', path: kubeconfig });
   gc();

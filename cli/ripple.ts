@@ -28,7 +28,7 @@ import { httpReconcile, parseDispatchTargets, redactUrl } from '../runtime/dispa
 import { functionModulePaths, loadFunctionModule, withFunctionModules } from '../runtime/function-modules.js';
 import { FunctionHost } from '../runtime/host.js';
 import { keyLeaseLeft, serveFunction } from '../runtime/http-function.js';
-import { createLogger } from '../runtime/log.js';
+import { createLogger } from '../base/log.js';
 import { startControlPlane, type ControlPlane } from '../sandbox/control-plane.js';
 import { startRedis, type RedisServer } from '../sandbox/redis.js';
 import { EMIT_EVENTS, MAX_PENDING_EVENT_REQUESTS, queueEventSink } from '../runtime/event-sink.js';

@@ -7,7 +7,7 @@ import { TRAFFIC_OFF_MODES } from '../functions/ops-lifecycle/protocol/index.js'
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
 import { loadProcessConfig } from '../runtime/config.js';
 import { allowUnauthenticatedFromEnv } from '../runtime/http-function.js';
-import { createLogger } from '../runtime/log.js';
+import { createLogger } from '../base/log.js';
 import { applyRegistration, deleteRegistration } from '../runtime/webhook/registration.js';
 import { serveWebhookFunction } from '../runtime/webhook/function.js';
 import { startWebhookServer } from '../runtime/webhook/server.js';

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectivityError } from '../runtime/errors.js';
+import { ConnectivityError } from '../base/errors.js';
 import { KubeTimeoutError, kubeRequest } from './raw.js';
 
 // A loopback HTTP server that answers /ok at once and never answers /hang: what a request sees behind

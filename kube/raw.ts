@@ -2,9 +2,9 @@ import http from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { ConnectivityError } from '../runtime/errors.js';
+import { ConnectivityError } from '../base/errors.js';
 import { dropPooledRequestOptions, pooledRequestOptions } from './connection-pool.js';
-import { currentReconcile, requestTimeoutMs, throwIfLeaseLost } from '../runtime/reconcile-scope.js';
+import { currentReconcile, requestTimeoutMs, throwIfLeaseLost } from '../base/reconcile-scope.js';
 import { statusSchema } from './object.js';
 import { observedKubeRequest } from './request-metrics.js';
 

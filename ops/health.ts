@@ -1,5 +1,5 @@
 import type { RedisClient } from '../queue/connection.js';
-import { redactUrl } from '../runtime/redact.js';
+import { redactUrl } from '../base/redact.js';
 import type { WatchHealth } from '../watcher/list-watch.js';
 
 /** What a process has that health depends on; each part is optional (a worker has no watcher). */

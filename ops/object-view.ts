@@ -5,13 +5,13 @@
  * one page of objects (the API server's own `limit`/`continue`), one role-datastore read per ModelServing
  * on it, one decision per VariantAutoscaling on it, a fixed number of failed jobs per queue. Only status,
  * names and messages leave: no spec (a pod template may hold a credential), and URLs lose their
- * credentials (runtime/redact.ts).
+ * credentials (base/redact.ts).
  */
 import { z } from 'zod';
 import { KubeApiError } from '../kube/raw.js';
 import { collectionPath, Resources, type ResourceRef } from '../kube/resources.js';
 import type { WorkQueue } from '../queue/work-queue.js';
-import { redactUrl } from '../runtime/redact.js';
+import { redactUrl } from '../base/redact.js';
 import type { RoleStatusReader } from './role-status.js';
 
 /** A VariantAutoscaling's last decision, as the autoscaler stored it in Redis. */

@@ -2,8 +2,8 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { ScheduleResult } from '../queue/work-queue.js';
 import type { FunctionHost } from '../runtime/host.js';
-import type { Logger } from '../runtime/log.js';
-import { redactUrl } from '../runtime/redact.js';
+import type { Logger } from '../base/log.js';
+import { redactUrl } from '../base/redact.js';
 
 /** What the resync routes need of the host. */
 export type ResyncHost = Pick<FunctionHost, 'functions' | 'resync' | 'queue'>;

@@ -1,6 +1,6 @@
 import type { WorkQueue } from '../queue/work-queue.js';
 import { readForScrape } from '../queue/scrape.js';
-import { redactUrl } from '../runtime/redact.js';
+import { redactUrl } from '../base/redact.js';
 import type { WatchHealth } from '../watcher/list-watch.js';
 import { backlogOf, jobCounts, type JobState } from './queue-counts.js';
 

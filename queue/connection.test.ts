@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactUrl } from '../runtime/redact.js';
+import { redactUrl } from '../base/redact.js';
 import { parseRedisUrl, reconnectOnError } from './connection.js';
 
 describe('REDIS_URL', () => {

@@ -1,6 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
-import { redactUrl } from '../runtime/redact.js';
+import { redactUrl } from '../base/redact.js';
 
 /**
  * Where Redis is, from one URL, so every process (watcher, workers, ops, HTTP functions) reads the same

@@ -1,4 +1,4 @@
-import { LeaseLostError } from '../runtime/reconcile-scope.js';
+import { LeaseLostError } from '../base/reconcile-scope.js';
 import type { RedisClient } from './connection.js';
 import { FENCE_LUA } from './fence.js';
 import { queueKeys, queuePrefix, type QueueKeys } from './keys.js';

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../runtime/log.js';
+import { createLogger } from '../base/log.js';
 import { queueKeys } from './keys.js';
 import { ClaimLease, queueRenewal, sendMarginMs } from './lease.js';
 

@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { Logger } from '../runtime/log.js';
+import type { Logger } from '../base/log.js';
 import type { RedisClient } from './connection.js';
 import { scriptKeys, type QueueKeys } from './keys.js';
 import { runScript } from './run-script.js';
@@ -92,7 +92,7 @@ export class ClaimLease {
   }
 
   /**
-   * Local time after which nothing may be sent on behalf of this claim (runtime/reconcile-scope.ts checks
+   * Local time after which nothing may be sent on behalf of this claim (base/reconcile-scope.ts checks
    * it before every API request and Redis script): the lease's confirmed end less the send margin, the
    * time a request sent just before it needs to reach its server (docs/kernel.md, "Effects").
    */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { throwIfLeaseLost } from '../runtime/reconcile-scope.js';
+import { throwIfLeaseLost } from '../base/reconcile-scope.js';
 import type { RedisClient } from './connection.js';
 
 const shas = new Map<string, string>();

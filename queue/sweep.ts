@@ -1,4 +1,4 @@
-import type { Logger } from '../runtime/log.js';
+import type { Logger } from '../base/log.js';
 import { runScript } from './run-script.js';
 import { SWEEP } from './scripts.js';
 import type { WorkQueue } from './work-queue.js';

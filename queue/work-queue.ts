@@ -1,11 +1,11 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import { z } from 'zod';
-import type { Logger } from '../runtime/log.js';
+import type { Logger } from '../base/log.js';
 import type { RedisClient } from './connection.js';
 import type { QueueMetrics } from './metrics.js';
 import { bullAddArgs, bullAddKeys } from './bull-scripts.js';
 import { queueKeys, queuePrefix, scriptKeys, type QueueKeys } from './keys.js';
-import { throwIfLeaseLost } from '../runtime/reconcile-scope.js';
+import { throwIfLeaseLost } from '../base/reconcile-scope.js';
 import { runScript, scriptSha } from './run-script.js';
 import { ENQUEUE } from './scripts.js';
 import { scheduleReply } from './script-replies.js';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, raw2NextJobData, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { z } from 'zod';
-import { isTerminal } from '../runtime/errors.js';
-import type { Logger } from '../runtime/log.js';
-import { inReconcileScope, LeaseLostError, type ReconcileScope } from '../runtime/reconcile-scope.js';
+import { isTerminal } from '../base/errors.js';
+import type { Logger } from '../base/log.js';
+import { inReconcileScope, LeaseLostError, type ReconcileScope } from '../base/reconcile-scope.js';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { DeadlineExceededError } from './deadline.js';
 import type { RedisClient } from './connection.js';
@@ -284,7 +284,7 @@ export class KeyedWorker {
     // reconcile that logs nothing needs none (bench/README.md, "Round 6 of the queue").
     let child: Logger | undefined;
     const log = (): Logger =>
-      // Not `token`: the logger redacts that name (runtime/log.ts), and a fencing token is no secret.
+      // Not `token`: the logger redacts that name (base/log.ts), and a fencing token is no secret.
       (child ??= this.log.child({ key, reconcileId, fencingToken: verdict.token, ...(minResourceVersion !== undefined ? { minResourceVersion } : {}) }));
     const startedAt = Date.now();
     m?.queueDuration.observe(labels, Math.max(0, startedAt - job.timestamp - (job.opts.delay ?? 0)) / 1000);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { Resources } from '../kube/resources.js';
 import { ListWatch } from '../watcher/list-watch.js';
 import { keepFields } from '../watcher/projection.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../base/log.js';
 
 /**
  * Holding a function's jobs in its queue while its Service has no ready endpoint (serverless on plain Kubernetes:

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ReconcileInfo } from '../queue/worker.js';
-import { ConnectivityError } from './errors.js';
+import { ConnectivityError } from '../base/errors.js';
 import { httpReconcile, UndeliveredError } from './dispatcher.js';
 
 /** A loopback port nothing listens on: bound, read, closed. A connect to it is refused by the kernel. */

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { KeyedWorkerOptions } from '../queue/worker.js';
-import { ConnectivityError, TerminalError } from './errors.js';
+import { ConnectivityError, TerminalError } from '../base/errors.js';
 import { CLOUDEVENT_TYPE, reconcileResponseSchema } from './http-function.js';
-import { redactUrl } from './redact.js';
+import { redactUrl } from '../base/redact.js';
 
-// The CLI imports it from here; the one implementation is runtime/redact.ts.
+// The CLI imports it from here; the one implementation is base/redact.ts.
 export { redactUrl };
 
 /**

@@ -4,7 +4,7 @@ import type { RedisClient } from '../queue/connection.js';
 import { scanKeys } from '../queue/scan.js';
 import type { WorkQueue } from '../queue/work-queue.js';
 import { eventRequestSchema, type EmittedEvent, type EventRequest, type EventSink } from './events.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../base/log.js';
 
 export const EMIT_EVENTS = 'emit-events';
 

@@ -8,7 +8,7 @@ import type { WatchEvent } from '../watcher/events.js';
 import type { Predicate } from '../watcher/predicates.js';
 import type { Projection } from '../watcher/projection.js';
 import type { EventSink } from './events.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../base/log.js';
 
 /** Reconcile this object (by key: `namespace/name`, or `name` if cluster-scoped). */
 export interface ReconcileRequest {

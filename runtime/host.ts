@@ -11,7 +11,7 @@ import { KeyedWorker, type KeyedWorkerOptions, type ReconcileInfo, type Reconcil
 import { WorkQueue, type ScheduleResult } from '../queue/work-queue.js';
 import { EMIT_EVENTS, MAX_PENDING_EVENT_REQUESTS, queueEventSink } from './event-sink.js';
 import type { FunctionDefinition, HandlerContext } from './function.js';
-import type { Logger } from './log.js';
+import type { Logger } from '../base/log.js';
 
 export interface HostOptions {
   kc: KubeConfig;

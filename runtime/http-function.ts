@@ -8,14 +8,14 @@ import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
 import type { QueueMetrics } from '../queue/metrics.js';
 import type { ReconcileInfo, ReconcileOutcome } from '../queue/worker.js';
-import { isTerminal } from './errors.js';
+import { isTerminal } from '../base/errors.js';
 import type { FunctionDefinition } from './function.js';
-import type { Logger } from './log.js';
-import { redactUrl } from './redact.js';
+import type { Logger } from '../base/log.js';
+import { redactUrl } from '../base/redact.js';
 import { presentedSecret, secretMatches } from './secrets.js';
 import { ClaimLease } from '../queue/lease.js';
 import { runScript } from '../queue/run-script.js';
-import { inReconcileScope, type ReconcileScope } from './reconcile-scope.js';
+import { inReconcileScope, type ReconcileScope } from '../base/reconcile-scope.js';
 
 /*
  * One function as an HTTP service (Knative Serving, OpenFaaS, or any platform that POSTs).

@@ -5,7 +5,7 @@
  * leaves the registry through the `onStop` it was given.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { outsideReconcileScope } from './reconcile-scope.js';
+import { outsideReconcileScope } from '../base/reconcile-scope.js';
 
 export interface StoppableCache {
   stop(): Promise<void>;
@@ -17,7 +17,7 @@ export class NamespacedCaches<C extends StoppableCache> {
 
   /**
    * The cache of `namespace` for `kc`, made by `create` if none runs. It is created outside the calling
-   * reconcile's scope (runtime/reconcile-scope.ts): its watch, relists and enqueues outlive that reconcile
+   * reconcile's scope (base/reconcile-scope.ts): its watch, relists and enqueues outlive that reconcile
    * and must not fail with LeaseLostError once the reconcile loses its lease.
    */
   get(kc: KubeConfig, namespace: string, create: (onStop: () => void) => C): C {

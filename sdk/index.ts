@@ -51,7 +51,7 @@ export type { Projection } from '../watcher/projection.js';
 // What a handler calls: the API server (fenced by the reconcile's claim), typed errors, Events.
 export { KubeApiError, isStatus, kubeRequest } from '../kube/raw.js';
 export type { RawRequest } from '../kube/raw.js';
-export { whileClaimed } from '../runtime/reconcile-scope.js';
-export { ConnectivityError, TerminalError } from '../runtime/errors.js';
+export { whileClaimed } from '../base/reconcile-scope.js';
+export { ConnectivityError, TerminalError } from '../base/errors.js';
 export type { EmittedEvent, EventSink } from '../runtime/events.js';
-export type { Logger } from '../runtime/log.js';
+export type { Logger } from '../base/log.js';

@@ -1,6 +1,6 @@
 import { Gauge, Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createLogger } from '../runtime/log.js';
+import { createLogger } from '../base/log.js';
 import { BatchWindow } from './batch-window.js';
 
 const log = createLogger('batch-window-test', 'silent');

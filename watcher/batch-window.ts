@@ -1,5 +1,5 @@
 import type { Gauge } from 'prom-client';
-import type { Logger } from '../runtime/log.js';
+import type { Logger } from '../base/log.js';
 import { ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
 import { isTransientSinkError } from './sink-errors.js';
 

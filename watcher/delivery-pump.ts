@@ -1,4 +1,4 @@
-import type { Logger } from '../runtime/log.js';
+import type { Logger } from '../base/log.js';
 import { DEFAULT_RECONNECT, ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
 import { DeliveryBuffer, type DeliveryBufferOptions } from './delivery-buffer.js';
 import type { WatchEvent } from './events.js';

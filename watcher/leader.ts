@@ -2,7 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { isStatus, kubeRequest } from '../kube/raw.js';
 import { objectPath, collectionPath, Resources } from '../kube/resources.js';
-import type { Logger } from '../runtime/log.js';
+import type { Logger } from '../base/log.js';
 
 const leaseSchema = z
   .object({

@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Logger } from '../runtime/log.js';
+import type { Logger } from '../base/log.js';
 import { listSchema, type KubeObject } from '../kube/object.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, isStatus, KubeApiError, kubeRequest } from '../kube/raw.js';
 import { openWatch, type WatchStream } from '../kube/watch-stream.js';

@@ -3,7 +3,7 @@ import type { KubeObject } from '../kube/object.js';
 import { apiVersionOf, resourceId, type ResourceRef } from '../kube/resources.js';
 import type { EventSink } from '../runtime/events.js';
 import type { FunctionDefinition, MapContext, Trigger } from '../runtime/function.js';
-import type { Logger } from '../runtime/log.js';
+import type { Logger } from '../base/log.js';
 import { DEFAULT_RECONNECT, ReconnectBackoff, type ReconnectBackoffOptions } from './backoff.js';
 import { BatchWindow } from './batch-window.js';
 import { DEFAULT_DELIVERY, type DeliveryBufferOptions } from './delivery-buffer.js';

@@ -7,12 +7,13 @@
 // (`node --expose-gc DIST/bench/scale/watch-rss.js KUBECONFIG DIST`, DIST being the checkout compiled by
 // informer-compare.ts's compileCheckout) it loads the compiled modules instead, as a production image built
 // with tsc would run: no tsx loader, no TypeScript compiled at start-up.
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as FunctionsModule from '../../functions/index.js';
 import type * as ConfigModule from '../../kube/config.js';
 import type * as ResourcesModule from '../../kube/resources.js';
-import type * as LogModule from '../../runtime/log.js';
+import type * as LogModule from '../../base/log.js';
 import type * as ListWatchModule from '../../watcher/list-watch.js';
 import type * as WatcherModule from '../../watcher/watcher.js';
 import { rssMiB } from './procstat.js';
@@ -24,7 +25,8 @@ const load = <T>(file: string) => import(pathToFileURL(path.join(checkout, compi
 const { allFunctions } = await load<typeof FunctionsModule>('functions/index.ts');
 const { loadKubeConfig } = await load<typeof ConfigModule>('kube/config.ts');
 const { resourceId, Resources } = await load<typeof ResourcesModule>('kube/resources.ts');
-const { createLogger } = await load<typeof LogModule>('runtime/log.ts');
+// The logger moved from runtime/ to base/; a baseline checkout from before has it at its old place.
+const { createLogger } = await load<typeof LogModule>(existsSync(path.join(checkout, 'base')) ? 'base/log.ts' : 'runtime/log.ts');
 const { ListWatch } = await load<typeof ListWatchModule>('watcher/list-watch.ts');
 const { Watcher } = await load<typeof WatcherModule>('watcher/watcher.ts');
 type ListWatch = InstanceType<typeof ListWatch>;

@@ -12,7 +12,7 @@ import { loadKubeConfig, type KubeTarget } from '../../kube/config.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
 import { createRedis } from '../../queue/connection.js';
-import { redactUrl } from '../../runtime/redact.js';
+import { redactUrl } from '../../base/redact.js';
 import {
   controllerFindings,
   crdFindings,

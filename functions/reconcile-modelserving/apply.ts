@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { isStatus, KubeApiError, kubeRequest } from '../../kube/raw.js';
 import { objectMetaSchema } from '../../kube/object.js';
 import { collectionPath, objectPath, Resources, type ResourceRef } from '../../kube/resources.js';
-import type { Logger } from '../../runtime/log.js';
+import type { Logger } from '../../base/log.js';
 import { deleteThroughLifecycle } from '../ops-lifecycle/client/index.js';
 import { describeAction, type Action } from './plan/actions.js';
 import { ownershipOf } from './plan/owner.js';

@@ -32,7 +32,7 @@
 import type { KubeConfig, V1ControllerRevision, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { KubeObject } from '../../kube/object.js';
 import { Resources, type ResourceRef } from '../../kube/resources.js';
-import { createLogger, type Logger } from '../../runtime/log.js';
+import { createLogger, type Logger } from '../../base/log.js';
 import { NamespacedCaches } from '../../runtime/namespaced-caches.js';
 import type { WatchEvent } from '../../watcher/events.js';
 import { ListWatch } from '../../watcher/list-watch.js';

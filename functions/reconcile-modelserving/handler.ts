@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { KubeObject } from '../../kube/object.js';
 import { isStatus, kubeRequest } from '../../kube/raw.js';
 import { objectPath, Resources } from '../../kube/resources.js';
-import { TerminalError } from '../../runtime/errors.js';
+import { TerminalError } from '../../base/errors.js';
 import type { Handler, HandlerContext, ReconcileResult } from '../../runtime/function.js';
 import { writeStatus, type StatusOwner, type StatusPatch } from '../../status/write.js';
 import { applyActions, RefusedChildError, RejectedChildError } from './apply.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../log.js';
+import { createLogger } from '../../base/log.js';
 import { serveWebhookFunction, type ServedWebhookFunction } from './function.js';
 import type { AdmissionWebhookDefinition } from './types.js';
 

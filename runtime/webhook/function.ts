@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { serve } from '@hono/node-server';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../base/log.js';
 import { presentedSecret, secretMatches } from '../secrets.js';
 import { webhookApp } from './server.js';
 import type { AdmissionWebhookDefinition } from './types.js';

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:https';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../base/log.js';
 import { admissionResponse, admissionReviewSchema } from './admission-review.js';
 import { generateCa, issueServingCertificate, type CertificateAuthority, type ServingCertificate } from './certs.js';
 import { DEFAULT_ROTATION, needsRenewal, type RotationPolicy } from './rotation.js';

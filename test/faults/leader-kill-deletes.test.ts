@@ -26,7 +26,7 @@ import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
 import { eventRequestsKey, pendingEventObjects } from '../../runtime/event-sink.js';
 import type { SweepContext } from '../../runtime/function.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { startProcess, stopProcess } from '../harness/processes.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 import { createMs, deleteMs, getMs, listPods, msManifest, waitConverged } from '../fixtures/modelserving-fixtures.js';

@@ -7,7 +7,7 @@ import { WorkQueue } from '../../queue/work-queue.js';
 import { scanPage } from '../../ops/scan-page.js';
 import { loadProcessConfig } from '../../runtime/config.js';
 import { eventRequestsKey, pendingEventObjects } from '../../runtime/event-sink.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { waitFor } from '../harness/sandbox.js';
 import { RedisCluster } from './harness/redis-cluster.js';
 import { SentinelCluster } from './harness/sentinel.js';

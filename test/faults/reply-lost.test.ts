@@ -4,7 +4,7 @@ import { scriptSha } from '../../queue/run-script.js';
 import { SWEEP } from '../../queue/scripts.js';
 import { sweepQueue } from '../../queue/sweep.js';
 import { RECONCILE_JOB, WorkQueue } from '../../queue/work-queue.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { waitFor } from '../harness/sandbox.js';
 import { expectClean, FaultCase, QUEUE_NAME } from './harness/fault-case.js';
 import { stopAfterEach } from './harness/stop-after-each.js';

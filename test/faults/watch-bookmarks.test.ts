@@ -6,7 +6,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { kubeRequest } from '../../kube/raw.js';
 import { Resources } from '../../kube/resources.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { ListWatch } from '../../watcher/list-watch.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 import { watchEvents } from '../harness/watch-events.js';

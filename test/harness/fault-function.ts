@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { kubeRequest } from '../../kube/raw.js';
 import { functionStateKey } from '../../queue/fenced-write.js';
 import { RESYNC_JOB, WorkQueue } from '../../queue/work-queue.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { checkEffects, checkHistory, parseHistory, type ReconcileRecord } from '../faults/checker.js';
 import { ApiEffects, apiReads, stateStamps } from '../faults/harness/effects.js';
 import { leftovers } from '../faults/harness/storm.js';

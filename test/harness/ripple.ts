@@ -1,6 +1,6 @@
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { Watcher } from '../../watcher/watcher.js';
 import type { TestSandbox } from './sandbox.js';
 

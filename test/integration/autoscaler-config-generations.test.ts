@@ -6,7 +6,7 @@ import { readCycleRecord } from '../../functions/reconcile-autoscaler/state.js';
 import { parseObjectKey } from '../../queue/keys.js';
 import { eventRequestsKey } from '../../runtime/event-sink.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 import { autoscalerEnv, createDeployment, createVA, recordedDefinition, upsertConfigMap, type RecordedReconcile } from './autoscaler-helpers.js';

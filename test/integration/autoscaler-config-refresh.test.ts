@@ -5,7 +5,7 @@ import { CONFIG_KEY, OPTIMIZE_KEY } from '../../functions/reconcile-autoscaler/k
 import { parseObjectKey } from '../../queue/keys.js';
 import { eventRequestsKey } from '../../runtime/event-sink.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { openSandbox, type TestSandbox } from '../harness/sandbox.js';
 import { autoscalerEnv, upsertConfigMap } from './autoscaler-helpers.js';
 

@@ -8,7 +8,7 @@ import { collectionPath, objectPath, Resources } from '../../kube/resources.js';
 import { parseObjectKey } from '../../queue/keys.js';
 import { eventRequestsKey } from '../../runtime/event-sink.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 import { autoscalerEnv } from './autoscaler-helpers.js';
 

@@ -13,7 +13,7 @@ import { QueueMetrics } from '../../queue/metrics.js';
 import { eventRequestsKey } from '../../runtime/event-sink.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { mapToSelf } from '../../watcher/mappers.js';
 import { Watcher } from '../../watcher/watcher.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';

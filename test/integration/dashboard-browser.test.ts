@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modelServingRoleStatusReader } from '../../functions/reconcile-modelserving/role-status-reader.js';
 import { opsApp, startOpsServer, type RunningOpsServer } from '../../ops/server.js';
 import { QueueMetrics } from '../../queue/metrics.js';
-import { TerminalError } from '../../runtime/errors.js';
+import { TerminalError } from '../../base/errors.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // The dashboards of a real ops server over real queues in Redis, opened in Debian's Chromium (headless,

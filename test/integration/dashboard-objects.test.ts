@@ -13,7 +13,7 @@ import { kubeRequest } from '../../kube/raw.js';
 import { objectPath, Resources } from '../../kube/resources.js';
 import { opsApp, startOpsServer, type RunningOpsServer } from '../../ops/server.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { freePort } from '../../sandbox/free-port.js';
 import { condition as msCondition, createMs, modelServingFunctions, msManifest, mustGetMs, waitConverged } from '../fixtures/modelserving-fixtures.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';

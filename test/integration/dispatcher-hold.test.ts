@@ -6,7 +6,7 @@ import { upsertResync } from '../../queue/resync.js';
 import { RESYNC_JOB, WorkQueue } from '../../queue/work-queue.js';
 import { KeyedWorker } from '../../queue/worker.js';
 import { httpReconcile } from '../../runtime/dispatcher.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { waitFor } from '../harness/sandbox.js';
 
 // The dispatcher's side of serverless on plain Kubernetes (runtime/dispatch-hold.ts), on a real Redis and real

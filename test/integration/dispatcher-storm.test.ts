@@ -7,7 +7,7 @@ import { WorkQueue } from '../../queue/work-queue.js';
 import { httpReconcile, parseDispatchTargets } from '../../runtime/dispatcher.js';
 import { FunctionHost } from '../../runtime/host.js';
 import { serveFunction, type ServedFunction } from '../../runtime/http-function.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { startCli, stopCli, type RunningCli } from '../fixtures/http-cli.js';
 import { definitions } from '../fixtures/http-functions.js';
 import { waitFor } from '../harness/sandbox.js';

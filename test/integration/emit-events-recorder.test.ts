@@ -7,7 +7,7 @@ import { writeEvent } from '../../functions/emit-events/event-writer.js';
 import { EMIT_EVENTS, queueEventSink } from '../../runtime/event-sink.js';
 import { type EventSink, eventRequestSchema } from '../../runtime/events.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { countWrites, eventsAbout, objectListKey, waitSettled } from '../fixtures/emit-events-cluster.js';
 import { startProcess, stopProcess } from '../harness/processes.js';
 import { type TestSandbox, openSandbox, waitFor } from '../harness/sandbox.js';

@@ -9,7 +9,7 @@ import { parseClaim } from '../../queue/worker.js';
 import type { FunctionDefinition, HandlerContext } from '../../runtime/function.js';
 import { FunctionHost } from '../../runtime/host.js';
 import { serveFunction, type ServedFunction } from '../../runtime/http-function.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { openSandbox, type TestSandbox } from '../harness/sandbox.js';
 
 // Issue 28, item 4: the HTTP-function mode keeps the queue's contract. A `ripple serve` replica paused past its

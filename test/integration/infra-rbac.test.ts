@@ -12,7 +12,7 @@ import { ControlledPodCache } from '../../functions/ops-lifecycle/pod-access/pod
 import { ChildrenCache } from '../../functions/reconcile-modelserving/children-cache.js';
 import { KubeApiError, kubeRequest } from '../../kube/raw.js';
 import { collectionPath, type ResourceRef } from '../../kube/resources.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { LeaderElector } from '../../watcher/leader.js';
 import { Watcher } from '../../watcher/watcher.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';

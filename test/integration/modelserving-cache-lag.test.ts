@@ -10,7 +10,7 @@ import { childrenCacheFor, stopChildrenCaches, type ChildrenCache } from '../../
 import { definition as modelServing, RECONCILE_MODELSERVING } from '../../functions/reconcile-modelserving/definition.js';
 import { definition as emitEvents } from '../../functions/emit-events/definition.js';
 import { objectPath, Resources } from '../../kube/resources.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { createMs, listPods, msManifest, mustGetMs, type MsRead } from '../fixtures/modelserving-fixtures.js';
 import { countApiRequests } from '../harness/api-requests.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';

@@ -7,8 +7,8 @@ import { ChildrenCache, childrenCacheFor, LAG_CHECK_MS } from '../../functions/r
 import { LABEL_NAME } from '../../functions/reconcile-modelserving/plan/names.js';
 import { msManifest } from '../fixtures/modelserving-fixtures.js';
 import { kubeRequest } from '../../kube/raw.js';
-import { createLogger } from '../../runtime/log.js';
-import { inReconcileScope, throwIfLeaseLost } from '../../runtime/reconcile-scope.js';
+import { createLogger } from '../../base/log.js';
+import { inReconcileScope, throwIfLeaseLost } from '../../base/reconcile-scope.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 const log = createLogger('test-children-cache', process.env.LOG_LEVEL ?? 'warn');
@@ -95,7 +95,7 @@ describe('ModelServing children cache', () => {
   });
 
   it('outlives the reconcile that started it: that reconcile losing its lease fails none of its lists or enqueues', async () => {
-    // The handler starts the process-wide cache inside a reconcile (runtime/reconcile-scope.ts); its
+    // The handler starts the process-wide cache inside a reconcile (base/reconcile-scope.ts); its
     // requests and Redis scripts must not inherit that reconcile's claim.
     const lost = new AbortController();
     const started = await inReconcileScope({ signal: lost.signal, token: 'lost', sendBy: Date.now() + 60_000, aliveUntil: Date.now() + 61_000 }, async () => childrenCacheFor(sb.kc, sb.namespace));

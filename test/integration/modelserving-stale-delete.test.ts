@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyActions } from '../../functions/reconcile-modelserving/apply.js';
 import { z } from 'zod';
 import { kubeRequest } from '../../kube/raw.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { openSandbox, type TestSandbox } from '../harness/sandbox.js';
 
 // Issue 28, item 3: a reconcile that lost its claim had planned a scale-down; its DELETE of pod X lands after

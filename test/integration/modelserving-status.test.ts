@@ -23,7 +23,7 @@ import { definition as modelServingDefinition } from '../../functions/reconcile-
 import { PROGRESS_DEADLINE_ANNOTATION } from '../../functions/reconcile-modelserving/plan/status-deadline.js';
 import { EMIT_EVENTS, MAX_PENDING_EVENT_REQUESTS, queueEventSink } from '../../runtime/event-sink.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { objectListKey, waitSettled } from '../fixtures/emit-events-cluster.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { modelServingRoleStatusReader } from '../../functions/reconcile-modelserving/role-status-reader.js';
 import { opsApp, startOpsServer, type RunningOpsServer } from '../../ops/server.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { createMs, modelServingFunctions, msManifest, waitConverged } from '../fixtures/modelserving-fixtures.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, type TestSandbox } from '../harness/sandbox.js';

@@ -6,7 +6,7 @@ import { EMIT_EVENTS, eventRequestsKey } from '../../runtime/event-sink.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { FunctionHost } from '../../runtime/host.js';
 import { allowUnauthenticatedFromEnv, serveFunction, type HttpFunctionOptions, type ServedFunction } from '../../runtime/http-function.js';
-import { createLogger, type Logger } from '../../runtime/log.js';
+import { createLogger, type Logger } from '../../base/log.js';
 import { definitions } from '../fixtures/http-functions.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 

@@ -8,7 +8,7 @@ import { controlledPodCacheFor, stopControlledPodCaches } from '../../functions/
 import { countGets, createControlledPod, mustReadPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 
 describe('ops-lifecycle: resync reads the watched pod cache (scenario 7)', () => {
   let sb: TestSandbox;

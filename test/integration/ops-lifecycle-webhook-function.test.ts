@@ -7,7 +7,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opsLifecycleWebhooks } from '../../functions/ops-lifecycle/admission/webhooks.js';
 import { CONTROL_LABEL, perIdKey, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { generateCa, issueServingCertificate, type CertificateAuthority } from '../../runtime/webhook/certs.js';
 import { serveWebhookFunction, type ServedWebhookFunction } from '../../runtime/webhook/function.js';
 import { applyRegistration, deleteRegistration } from '../../runtime/webhook/registration.js';

@@ -4,7 +4,7 @@ import { GRACE_DELETE_ADAPTER, GRACE_DELETE_ANNOTATION } from '../../functions/o
 import { finishGraceDelete } from '../../functions/ops-lifecycle/admission/grace-delete-finish.js';
 import { lifecyclePodSchema } from '../../functions/ops-lifecycle/pod-access/pod.js';
 import { eventSinkOf } from '../../runtime/events.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { definition as emitEvents } from '../../functions/emit-events/definition.js';
 import { definition } from '../../functions/ops-lifecycle/definition.js';
 import { CONTROL_LABEL, Label, perIdKey, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';

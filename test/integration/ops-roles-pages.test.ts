@@ -4,7 +4,7 @@ import { modelServingRoleStatusReader } from '../../functions/reconcile-modelser
 import { roleStore } from '../../functions/reconcile-modelserving/role-store.js';
 import { opsApp, startOpsServer, type RunningOpsServer } from '../../ops/server.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { openSandbox, type TestSandbox } from '../harness/sandbox.js';
 
 // GET /api/roles over a real Redis holding many keys: pages with a `continue` token, and a bounded

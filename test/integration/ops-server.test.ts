@@ -8,7 +8,7 @@ import { opsApp, startOpsServer, type OpsControl, type RunningOpsServer } from '
 import { QueueMetrics } from '../../queue/metrics.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { Watcher } from '../../watcher/watcher.js';
 import { definitions } from '../fixtures/http-functions.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';

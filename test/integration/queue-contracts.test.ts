@@ -10,8 +10,8 @@ import { ENQUEUE } from '../../queue/scripts.js';
 import { KeyedWorker } from '../../queue/worker.js';
 import { parseSchedule, WorkQueue, type ScheduleResult } from '../../queue/work-queue.js';
 import { upsertResync } from '../../queue/resync.js';
-import { TerminalError } from '../../runtime/errors.js';
-import { createLogger } from '../../runtime/log.js';
+import { TerminalError } from '../../base/errors.js';
+import { createLogger } from '../../base/log.js';
 import { startProcess, stopProcess } from '../harness/processes.js';
 import { waitFor } from '../harness/sandbox.js';
 

@@ -6,7 +6,7 @@ import { runScript } from '../../queue/run-script.js';
 import { CLAIM } from '../../queue/scripts.js';
 import { parseClaim } from '../../queue/worker.js';
 import { WorkQueue } from '../../queue/work-queue.js';
-import { LeaseLostError } from '../../runtime/reconcile-scope.js';
+import { LeaseLostError } from '../../base/reconcile-scope.js';
 
 // Issue 28, item 3: handler state written through Ripple's helper is checked against the claim's token and
 // lease inside Redis. Real Redis and the real CLAIM script; the claims are made directly so a test controls

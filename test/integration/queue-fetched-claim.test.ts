@@ -2,7 +2,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createRedis, type RedisClient } from '../../queue/connection.js';
 import { WorkQueue } from '../../queue/work-queue.js';
 import { KeyedWorker } from '../../queue/worker.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { waitFor } from '../harness/sandbox.js';
 
 // A worker claims the key of the job it fetches in the same script (MOVE_TO_ACTIVE_AND_CLAIM, and

@@ -7,7 +7,7 @@ import { ENQUEUE_BATCH } from '../../queue/work-queue.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { Resources } from '../../kube/resources.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { mapToSelf } from '../../watcher/mappers.js';
 import { ObjectStore } from '../../watcher/store.js';
 import { Watcher } from '../../watcher/watcher.js';

@@ -9,7 +9,7 @@ import { KeyedWorker, parseClaim, type ReconcileInfo, type ReconcileOutcome } fr
 import { parseSchedule, WorkQueue } from '../../queue/work-queue.js';
 import { httpReconcile } from '../../runtime/dispatcher.js';
 import { parseReconcileRequest, serveFunction } from '../../runtime/http-function.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { waitFor } from '../harness/sandbox.js';
 import { startMonitor } from '../../sandbox/redis-monitor.js';
 

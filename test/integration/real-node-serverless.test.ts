@@ -2,7 +2,7 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Resources } from '../../kube/resources.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { startKeda, type RunningKeda } from '../../sandbox/keda.js';
 import { ListWatch } from '../../watcher/list-watch.js';
 import { createMs, getMs, msManifest } from '../fixtures/modelserving-fixtures.js';

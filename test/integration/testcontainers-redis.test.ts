@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeyedWorker } from '../../queue/worker.js';
 import { WorkQueue } from '../../queue/work-queue.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { startRedis, type RedisServer } from '../../sandbox/redis.js';
 import { REDIS_IMAGE, startContainerRuntime, testcontainersEnv, type ContainerRuntime } from '../harness/container-runtime.js';
 import { waitFor } from '../harness/sandbox.js';

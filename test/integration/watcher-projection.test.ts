@@ -3,7 +3,7 @@ import type { KubeObject } from '../../kube/object.js';
 import { kubeRequest } from '../../kube/raw.js';
 import { collectionPath, Resources } from '../../kube/resources.js';
 import { openWatch } from '../../kube/watch-stream.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import type { WatchEvent } from '../../watcher/events.js';
 import { ListWatch, METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT } from '../../watcher/list-watch.js';
 import { keepFields, ONLY_METADATA } from '../../watcher/projection.js';

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { kubeRequest } from '../../kube/raw.js';
 import { objectPath, Resources } from '../../kube/resources.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import type { WatchEvent } from '../../watcher/events.js';
 import { LeaderElector } from '../../watcher/leader.js';
 import { ListWatch } from '../../watcher/list-watch.js';

@@ -1,7 +1,7 @@
 import { deletePodExactly, patchPodMetadata, readPod, retryOnConflict } from '../pod-access/pod-api.js';
 import type { LifecyclePod, PodRef } from '../pod-access/pod.js';
 import { podChanged, wakeOnPodChange } from '../pod-access/pod-wake.js';
-import { createLogger, type Logger } from '../../../runtime/log.js';
+import { createLogger, type Logger } from '../../../base/log.js';
 import {
   allowOps,
   begin,

@@ -20,7 +20,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isNewer } from '../../../kube/resource-version.js';
 import { Resources } from '../../../kube/resources.js';
-import { createLogger, type Logger } from '../../../runtime/log.js';
+import { createLogger, type Logger } from '../../../base/log.js';
 import { NamespacedCaches } from '../../../runtime/namespaced-caches.js';
 import type { WatchEvent } from '../../../watcher/events.js';
 import { ListWatch } from '../../../watcher/list-watch.js';

@@ -1,6 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../../runtime/log.js';
+import { createLogger } from '../../../base/log.js';
 import { ObjectStore } from '../../../watcher/store.js';
 import { armedPodWakes, firstListShowsChange, podChanged, podWakeWatches, setWakeWatchLimit, stopPodWakes } from './pod-wake.js';
 import type { LifecyclePod } from './pod.js';

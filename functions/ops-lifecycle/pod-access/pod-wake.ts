@@ -21,8 +21,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isNewer } from '../../../kube/resource-version.js';
 import { Resources } from '../../../kube/resources.js';
-import type { Logger } from '../../../runtime/log.js';
-import { outsideReconcileScope } from '../../../runtime/reconcile-scope.js';
+import type { Logger } from '../../../base/log.js';
+import { outsideReconcileScope } from '../../../base/reconcile-scope.js';
 import type { WatchEvent } from '../../../watcher/events.js';
 import { ListWatch } from '../../../watcher/list-watch.js';
 import { storeKey } from '../../../watcher/store.js';
@@ -156,7 +156,7 @@ function arm(kc: KubeConfig, pod: LifecyclePod, log: Logger): Armed | undefined 
     existing.expiry.refresh();
     return existing;
   }
-  // The wait, its timers and the owner's callbacks outlive the reconcile that asked (runtime/reconcile-scope.ts):
+  // The wait, its timers and the owner's callbacks outlive the reconcile that asked (base/reconcile-scope.ts):
   // made inside its scope, a lease lost during the first LIST would abort it and make every later relist throw
   // LeaseLostError for good, and each re-ask would keep that broken watch alive.
   return outsideReconcileScope(() => fromCache(kc, pod, log, key, version) ?? startWatch(kc, pod, log, key, version));

@@ -5,7 +5,7 @@
  * that cannot be parsed is reported and keeps its last good value.
  */
 import type { z } from 'zod';
-import { redactUrl } from '../../../runtime/redact.js';
+import { redactUrl } from '../../../base/redact.js';
 import { DEFAULT_CONTROLLER_CONFIG_MAP } from './names.js';
 import type { ConfigIssue } from './issues.js';
 import { booleanText, durationText, httpUrlText, plainText } from './values.js';

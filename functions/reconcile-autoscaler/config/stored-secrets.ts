@@ -5,7 +5,7 @@
  * without them; the cycle takes them from the ConfigMap it reads anyway at its start (config-store.ts),
  * so they are never older than the configuration they belong to.
  */
-import { withoutCredentials } from '../../../runtime/redact.js';
+import { withoutCredentials } from '../../../base/redact.js';
 import type { ControllerConfig, PrometheusSettings } from './controller-config.js';
 import { httpUrlText } from './values.js';
 

@@ -7,8 +7,8 @@
 import { readFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import { exchange } from '../../../kube/raw.js';
-import { redactUrl } from '../../../runtime/redact.js';
-import { currentReconcile, LeaseLostError, requestTimeoutMs, throwIfLeaseLost } from '../../../runtime/reconcile-scope.js';
+import { redactUrl } from '../../../base/redact.js';
+import { currentReconcile, LeaseLostError, requestTimeoutMs, throwIfLeaseLost } from '../../../base/reconcile-scope.js';
 import type { PrometheusSettings } from '../config/controller-config.js';
 
 export interface PrometheusClient {

@@ -3,7 +3,7 @@
  * joined with the pods each variant owns. Never throws: a failure becomes the group's error, which
  * the engine turns into "hold the last decision" and the VA's status into PrometheusError.
  */
-import { redactUrl } from '../../../runtime/redact.js';
+import { redactUrl } from '../../../base/redact.js';
 import type { ScaleToZeroPolicy } from '../config/scale-to-zero-config.js';
 import { parseInstantVector, parseSingleValue, valuesByPod } from '../queries/prometheus-response.js';
 import { modelQueries, pendingRequestsQuery, type ModelSelector } from '../queries/promql.js';

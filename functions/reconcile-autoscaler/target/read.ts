@@ -9,7 +9,7 @@ import type { VariantAutoscaling } from '../../../api/variantautoscaling.js';
 import { isStatus, kubeRequest } from '../../../kube/raw.js';
 import { objectPath } from '../../../kube/resources.js';
 import type { HandlerContext } from '../../../runtime/function.js';
-import { whileClaimed } from '../../../runtime/reconcile-scope.js';
+import { whileClaimed } from '../../../base/reconcile-scope.js';
 import { deploymentFacts, scaleTargetFacts, type DeploymentFacts, type TargetObject } from './deployment-facts.js';
 import { targetKindOf, type TargetKind } from './kinds.js';
 

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { createRedis, type RedisClient } from '../../../queue/connection.js';
 import { WorkQueue } from '../../../queue/work-queue.js';
-import { createLogger } from '../../../runtime/log.js';
+import { createLogger } from '../../../base/log.js';
 import { startProcess, stopProcess } from '../../harness/processes.js';
 import { checkHistory } from '../checker.js';
 import { readHistory, Storm, type CaseReport } from './storm.js';

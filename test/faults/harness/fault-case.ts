@@ -8,7 +8,7 @@ import { expect, inject } from 'vitest';
 import { z } from 'zod';
 import { createRedis } from '../../../queue/connection.js';
 import { WorkQueue } from '../../../queue/work-queue.js';
-import { createLogger } from '../../../runtime/log.js';
+import { createLogger } from '../../../base/log.js';
 import { startProcess, stopProcess } from '../../harness/processes.js';
 import { reconcileRecordSchema } from '../checker.js';
 import { waitFor } from '../../harness/sandbox.js';
