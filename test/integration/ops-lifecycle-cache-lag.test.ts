@@ -10,7 +10,7 @@ import { controlledPodCacheFor, stopControlledPodCaches, type ControlledPodCache
 import type { PodRef } from '../../functions/ops-lifecycle/pod-access/pod.js';
 import { perIdKey } from '../../functions/ops-lifecycle/protocol/index.js';
 import { kubeRequest } from '../../kube/raw.js';
-import { createLogger } from '../../runtime/log.js';
+import { createLogger } from '../../base/log.js';
 import { countGets, createControlledPod, mustReadPod, sleep, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { startRipple, type RunningRipple } from '../harness/ripple.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
@@ -89,13 +89,15 @@ describe('ops-lifecycle: a lagging pod cache is read past, not planned from (sce
       expect(cache.behind).toBeGreaterThan(behind);
 
       // After this worker's own writes, not even a resync or a reconcile woken by an EndpointSlice plans from the
-      // held pod: each reads it live (one GET).
+      // held pod: each reads it live (a GET; the cache answers none of them, checked below). The count is of this
+      // process's GETs, and the running worker may reconcile the key beside the call on a loaded machine (seen: 2
+      // GETs once in four runs while a build shared the CPU), so it is at least one, not exactly one.
       const gets = countGets(`/namespaces/${ref.namespace}/pods/${ref.name}`);
       try {
         for (const reason of ['resync', 'EndpointSlice:update', 'Pod:update']) {
           const before = gets.count();
           await ripple.host.runHandler(def, { key, reason, log });
-          expect({ reason, gets: gets.count() - before }).toEqual({ reason, gets: 1 });
+          expect(gets.count() - before, `${reason}: the pod read live`).toBeGreaterThanOrEqual(1);
         }
       } finally {
         gets.stop();
