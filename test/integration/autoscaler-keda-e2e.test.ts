@@ -227,8 +227,14 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
     const cond = (t: string) => status?.conditions?.find((c) => c.type === t);
     expect(cond('Fallback')?.status).not.toBe('True');
     for (const h of Object.values(status?.health ?? {})) expect(h).toMatchObject({ numberOfFailures: 0, status: 'Happy' });
-    const hpaStatus = hpaSchema.parse(await kubeRequest(loop.sb.kc, `/apis/autoscaling/v2/namespaces/${ns()}/horizontalpodautoscalers/${hpa}`)).status;
-    expect(hpaStatus?.conditions?.find((c) => c.type === 'ScalingActive')).toMatchObject({ status: 'True' });
+    // The HPA's conditions can lag a scale it made by a sync (seen once: none yet right after a target reached 2
+    // replicas), so wait for them too; ScalingActive=False fails at once.
+    await waitFor(`HPA ${hpa} ScalingActive=True`, 60_000, async () => {
+      const hpaStatus = hpaSchema.parse(await kubeRequest(loop.sb.kc, `/apis/autoscaling/v2/namespaces/${ns()}/horizontalpodautoscalers/${hpa}`)).status;
+      const active = hpaStatus?.conditions?.find((c) => c.type === 'ScalingActive');
+      expect(active?.status, `HPA ${hpa} ScalingActive: ${active?.reason ?? ''} ${active?.message ?? ''}`).not.toBe('False');
+      return active?.status === 'True' ? true : undefined;
+    }, 500);
     const events = eventListSchema.parse(await kubeRequest(loop.sb.kc, `/api/v1/namespaces/${ns()}/events`)).items;
     // This ScaledObject's and its HPA's own: the fallback test leaves Warnings on its objects on purpose.
     const own = (e: (typeof events)[number]) =>
