@@ -31,6 +31,18 @@ function authOf(init: Awaited<ReturnType<typeof pooledRequestOptions>>): string 
   return init.headers.authorization;
 }
 
+/** A kubeconfig whose user is the exec plugin `plugin` (a Node script), run by this Node. */
+function execKubeConfig(plugin: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: 'https://127.0.0.1:6443', caData: Buffer.from('ca-1').toString('base64') }],
+    users: [{ name: 'u', exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin], interactiveMode: 'Never' } }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return kc;
+}
+
 describe('pooled request options', () => {
   it('reuses one keep-alive agent per kubeconfig', async () => {
     const kc = kubeConfig('t1', 'ca-1');
@@ -109,13 +121,7 @@ describe('pooled request options', () => {
         `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: ` +
         `{ token: read('token'), clientCertificateData: read('cert'), clientKeyData: read('key'), expirationTimestamp: '2000-01-01T00:00:00Z' } }));\n`,
     );
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: 'https://127.0.0.1:6443', caData: Buffer.from('ca-1').toString('base64') }],
-      users: [{ name: 'u', exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin], interactiveMode: 'Never' } }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
+    const kc = execKubeConfig(plugin);
     const first = await pooledRequestOptions(kc, 0);
     expect(authOf(first)).toBe('Bearer exec-1');
     expect((first.agent as https.Agent).options.cert).toBe('cert-1');
@@ -141,13 +147,7 @@ describe('pooled request options', () => {
       `import { readFileSync } from 'node:fs';\n` +
         `process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: { token: readFileSync(${JSON.stringify(tokenFile)}, 'utf8') } }));\n`,
     );
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: 'https://127.0.0.1:6443', caData: Buffer.from('ca-1').toString('base64') }],
-      users: [{ name: 'u', exec: { apiVersion: 'client.authentication.k8s.io/v1', command: process.execPath, args: [plugin], interactiveMode: 'Never' } }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
+    const kc = execKubeConfig(plugin);
     const first = await pooledRequestOptions(kc, 0);
     expect(authOf(first)).toBe('Bearer exec-1');
     writeFileSync(tokenFile, 'exec-2');
