@@ -179,6 +179,29 @@ const results: Record<string, unknown> = { date: new Date().toISOString(), event
   await close(side);
 }
 
+/**
+ * The dispatcher's log lines from the event on (its hold, its calls and their outcomes), each at its offset from the
+ * event, with the pod's Ready beside them: where a from-zero start waits after the pod is Ready.
+ */
+function dispatcherStory(side: Side, deployment: string, sent: number, readyAt: number): string {
+  const out = side.release.kubectl(['logs', `deploy/${deployment}`, `--since-time=${new Date(sent - 1000).toISOString()}`]).stdout;
+  const lines = [`  +${readyAt - sent} ms  (function pod Ready, as polled)`];
+  for (const raw of out.split('\n')) {
+    let rec: unknown;
+    try {
+      rec = JSON.parse(raw);
+    } catch {
+      continue;
+    }
+    if (typeof rec !== 'object' || rec === null) continue;
+    const r = rec as Record<string, unknown>;
+    if (typeof r.time !== 'number' || r.time < sent) continue;
+    const { time, msg, key, err, waitMs, ready, ms } = r;
+    lines.push(`  +${time - sent} ms  ${String(msg)}${key ? ` key=${String(key)}` : ''}${ready !== undefined ? ` ready=${String(ready)}` : ''}${err ? ` err=${String(err)}` : ''}${waitMs ? ` waitMs=${String(waitMs)}` : ''}${ms ? ` ms=${String(ms)}` : ''}`);
+  }
+  return lines.sort((a, b) => Number(/\+(\d+)/.exec(a)![1]) - Number(/\+(\d+)/.exec(b)![1])).join('\n');
+}
+
 // Function pods: the chart's serverless mode on Kubernetes, KEDA scaling the function on its queue from Prometheus.
 {
   const side = await open('bench-fn', 'bsf');
@@ -194,7 +217,8 @@ const results: Record<string, unknown> = { date: new Date().toISOString(), event
     ops: { replicas: 1 },
     serverless: {
       platform: 'kubernetes',
-      dispatcher: { replicas: 1 },
+      // Debug: each cold round prints the dispatcher's own account of its hold and its calls (below).
+      dispatcher: { replicas: 1, extraEnv: [{ name: 'LOG_LEVEL', value: 'debug' }] },
       functions: { minScale: 0, maxScale: 3 },
       kubernetes: { prometheusAddress, threshold: 4, pollingInterval: 1, cooldownPeriod: 10, scaleDownStabilizationSeconds: 10 },
     },
@@ -224,6 +248,7 @@ const results: Record<string, unknown> = { date: new Date().toISOString(), event
       const r = (await c.history()).find((x) => x.version === c.versions.get(c.key(c.names[0]!)));
       cold.push({ scaleToZeroS: round(toZero / 1000, 1), scaleOutMs: readyAt - sent, eventToStartMs: (r?.start ?? Number.NaN) - sent, eventToCommitMs: (r?.end ?? Number.NaN) - sent });
       console.log(`bench: from zero, round ${i + 1}: ${JSON.stringify(cold[cold.length - 1])}`);
+      console.log(dispatcherStory(side, dispatcher, sent, readyAt));
     }
     await c.stop();
     results.functionsFromZero = {
@@ -233,6 +258,12 @@ const results: Record<string, unknown> = { date: new Date().toISOString(), event
       scaleOutMs: stats(cold.map((x) => x.scaleOutMs!)),
       scaleToZeroS: stats(cold.map((x) => x.scaleToZeroS!)),
     };
+  } catch (err) {
+    // What the dispatcher saw, kept past the uninstall: a run that stalls says where.
+    const file = path.join(root, '.cache', 'bench-serverless-dispatcher.log');
+    writeFileSync(file, side.release.kubectl(['logs', `deploy/${dispatcher}`, '--tail=-1']).stdout);
+    console.error(`bench: the dispatcher's log is in ${file}`);
+    throw err;
   } finally {
     // Uninstalled while KEDA still runs: it removes its finalizers from the ScaledObjects, else the namespace stays
     // Terminating.
