@@ -278,6 +278,49 @@ describe('HTTP functions', () => {
     }
   });
 
+  it('a client that keeps calling on its connection while it shuts down cannot keep it alive: the connection ends with its answer, and it closes', async () => {
+    // Seen in the serverless bench: a pod scaled down while the dispatcher called it every 2 s on one kept-alive
+    // connection answered `draining` on that connection for its whole grace period (90 s), and every call bounced
+    // off it instead of reaching the ready pod beside it: the server's close waited for a connection that never idled.
+    const lingerMs = 1_000;
+    const { url, served } = await serve('slow', { lingerMs });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const outcomes: string[] = [];
+    let calling = true;
+    const caller = (async () => {
+      while (calling) {
+        outcomes.push(
+          await new Promise<string>((resolve) => {
+            const req = request(`${url}/`, { method: 'POST', agent, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } }, (res) => {
+              res.resume();
+              res.on('end', () => resolve(String(res.statusCode)));
+            });
+            req.on('error', (err: Error & { code?: string }) => resolve(err.code ?? err.message));
+            req.end(JSON.stringify({ key: `ns/call-${outcomes.length}` }));
+          }),
+        );
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    try {
+      // Closed while the client's first call runs on its one connection: that connection is busy as the drain ends.
+      const keys = () => sb.redis.lrange(`${sb.prefix}:slow:started`, 0, -1);
+      await waitFor('the first call to start', 5_000, async () => (await keys()).includes('ns/call-0'));
+      const began = Date.now();
+      await Promise.race([served.close(), new Promise((_, reject) => setTimeout(() => reject(new Error('close() did not end while a client kept calling')), lingerMs + 5_000))]);
+      const tookMs = Date.now() - began;
+      calling = false;
+      await caller;
+      expect(tookMs).toBeLessThan(lingerMs + 5_000);
+      // Before the close: reconciled (200); during it: draining (503); after it: nothing listens (refused). Never a reset.
+      expect(outcomes[0]).toBe('200');
+      expect(outcomes.filter((o) => !['200', '503', 'ECONNREFUSED'].includes(o))).toEqual([]);
+    } finally {
+      calling = false;
+      agent.destroy();
+    }
+  });
+
   it('a request without the function token answers 401', async () => {
     const token = 'function-token-0123456789abcdef';
     const { url } = await serve('slow', { token });
