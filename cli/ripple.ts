@@ -39,6 +39,8 @@ import { packageRoot } from '../runtime/package-root.js';
 
 const root = packageRoot(import.meta.url);
 const MODES = ['all', 'watcher', 'worker', 'ops', 'serve'] as const;
+/** `ripple serve`'s linger after its drain (ServeOptions.lingerMs): Node's Keep-Alive hint is 5 s. */
+const SERVE_LINGER_MS = 6_000;
 type Mode = (typeof MODES)[number];
 const USAGE = `usage: ripple <${MODES.join('|')}> [options]     (mode also from RIPPLE_MODE)
 
@@ -206,6 +208,8 @@ async function main(): Promise<void> {
       metrics,
       port: config.PORT,
       hostname: config.RIPPLE_SERVE_HOST,
+      // Past Node's 5 s Keep-Alive hint: the dispatcher's connections are closed by the dispatcher, never under a call.
+      lingerMs: SERVE_LINGER_MS,
     });
     servePort = served.port;
     stopProducing.push(() => served.close());

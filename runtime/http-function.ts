@@ -300,6 +300,9 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
   const app = new Hono();
   const answer = (c: Context, code: 200 | 400 | 401 | 415 | 422 | 429 | 500 | 503, body: ReconcileResponse) => {
     requests?.inc({ function: fn, status: body.status });
+    // Shutting down, every answer ends its connection: a client must not send its next call on a connection the
+    // server is about to close (it could not tell whether that call ran).
+    if (draining) c.header('Connection', 'close');
     return c.json(body, code);
   };
   // Anything that escapes a route (Redis failing while the lease is taken): the same generic 500.
@@ -446,11 +449,27 @@ export interface ServedFunction {
   server: ServerType;
   port: number;
   http: HttpFunction;
-  /** Graceful: refuse new requests, finish running reconciles, then close the listener. */
+  /**
+   * Graceful: refuse new requests (503 `draining`, each closing its connection), finish running reconciles, linger
+   * while clients still hold connections (up to lingerMs), then close the listener.
+   */
   close(): Promise<void>;
 }
 
-export async function serveFunction(opts: HttpFunctionOptions & { port: number; hostname: string }): Promise<ServedFunction> {
+export interface ServeOptions extends HttpFunctionOptions {
+  port: number;
+  hostname: string;
+  /**
+   * After the drain, how long the server keeps answering `draining` while clients still hold kept-alive connections
+   * to it, before it closes them. A connection the server closes while idle races the client's next call on it: the
+   * client sees a reset and cannot tell whether that call ran, so it spends a retry. A client that honours the
+   * server's Keep-Alive hint (Node's 5 s; undici, the dispatcher's fetch) closes an idle connection before the
+   * server would, so lingering a little past the hint leaves no connection to close under a call. Default 0.
+   */
+  lingerMs?: number;
+}
+
+export async function serveFunction(opts: ServeOptions): Promise<ServedFunction> {
   const http = httpFunction(opts);
   return new Promise((resolve) => {
     const server = serve({ fetch: http.app.fetch, port: opts.port, hostname: opts.hostname }, (info) =>
@@ -460,6 +479,8 @@ export async function serveFunction(opts: HttpFunctionOptions & { port: number; 
         http,
         close: async () => {
           await http.drain();
+          const until = Date.now() + (opts.lingerMs ?? 0);
+          while (Date.now() < until && (await openConnections(server)) > 0) await new Promise((r) => setTimeout(r, 50));
           await new Promise<void>((done) => {
             server.close(() => done());
             if ('closeIdleConnections' in server) server.closeIdleConnections();
@@ -468,4 +489,8 @@ export async function serveFunction(opts: HttpFunctionOptions & { port: number; 
       }),
     );
   });
+}
+
+function openConnections(server: ServerType): Promise<number> {
+  return new Promise((resolve) => server.getConnections((err, count) => resolve(err ? 0 : count)));
 }

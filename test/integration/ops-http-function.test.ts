@@ -1,3 +1,4 @@
+import { Agent, request } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,7 +6,7 @@ import { Registry } from 'prom-client';
 import { EMIT_EVENTS, eventRequestsKey } from '../../runtime/event-sink.js';
 import type { FunctionDefinition } from '../../runtime/function.js';
 import { FunctionHost } from '../../runtime/host.js';
-import { allowUnauthenticatedFromEnv, serveFunction, type HttpFunctionOptions, type ServedFunction } from '../../runtime/http-function.js';
+import { allowUnauthenticatedFromEnv, serveFunction, type ServedFunction, type ServeOptions } from '../../runtime/http-function.js';
 import { createLogger, type Logger } from '../../base/log.js';
 import { definitions } from '../fixtures/http-functions.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
@@ -23,7 +24,7 @@ function def(name: string): FunctionDefinition {
   return host.definition(name);
 }
 
-type ServeExtra = Partial<Pick<HttpFunctionOptions, 'token' | 'allowUnauthenticated' | 'maxInflight' | 'log'>>;
+type ServeExtra = Partial<Pick<ServeOptions, 'token' | 'allowUnauthenticated' | 'maxInflight' | 'log' | 'lingerMs'>>;
 
 function serveOptions(name: string, extra: ServeExtra) {
   const d = def(name);
@@ -233,6 +234,91 @@ describe('HTTP functions', () => {
     expect(res.status).toBe(200);
     await closing;
     expect(await sb.redis.lrange(`${sb.prefix}:slow:finished`, 0, -1)).toContain('ns/drain');
+  });
+
+  it('after its drain it lingers while a client holds a kept-alive connection: a call sent on it then is answered draining (closing the connection), never reset', async () => {
+    // The dispatcher keeps connections to a function pod alive. A server that closes an idle one as its drain ends
+    // races the client's next call on it: a reset, which the client cannot tell from a pod that died mid-call, so it
+    // spends a retry (issue 29's case (d), once in five runs).
+    const { url, served } = await serve('slow', { lingerMs: 8_000 });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const call = (key: string) =>
+      new Promise<{ status: number; connection: string | undefined; reused: boolean; body: string }>((resolve, reject) => {
+        const req = request(`${url}/`, { method: 'POST', agent, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } }, (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, reused: req.reusedSocket, body }));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ key }));
+      });
+    try {
+      // A finished call leaves its connection idle in the client's pool.
+      await fetch(`${url}/_/health`);
+      expect((await call('ns/keep')).status).toBe(200);
+      const running = post(url, { 'content-type': 'application/json' }, JSON.stringify({ key: 'ns/linger' }));
+      await waitFor('the reconcile to start', 5000, async () => (await sb.redis.lrange(`${sb.prefix}:slow:started`, 0, -1)).includes('ns/linger'));
+      let closed = false;
+      const closing = served.close().then(() => void (closed = true));
+      expect((await running).status).toBe(200);
+      // The drain is over: the call goes on the pooled connection, as the dispatcher's next call would.
+      const late = await call('ns/after-drain');
+      expect({ status: late.status, connection: late.connection, reused: late.reused, body: JSON.parse(late.body) as unknown }).toMatchObject({
+        status: 503,
+        connection: 'close',
+        reused: true,
+        body: { status: 'draining' },
+      });
+      expect(closed).toBe(false);
+      // Its connection ended with that answer; fetch's idle connection ends by fetch's own keep-alive timeout.
+      await closing;
+      expect(await sb.redis.lrange(`${sb.prefix}:slow:started`, 0, -1)).not.toContain('ns/after-drain');
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('a client that keeps calling on its connection while it shuts down cannot keep it alive: the connection ends with its answer, and it closes', async () => {
+    // Seen in the serverless bench: a pod scaled down while the dispatcher called it every 2 s on one kept-alive
+    // connection answered `draining` on that connection for its whole grace period (90 s), and every call bounced
+    // off it instead of reaching the ready pod beside it: the server's close waited for a connection that never idled.
+    const lingerMs = 1_000;
+    const { url, served } = await serve('slow', { lingerMs });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const outcomes: string[] = [];
+    let calling = true;
+    const caller = (async () => {
+      while (calling) {
+        outcomes.push(
+          await new Promise<string>((resolve) => {
+            const req = request(`${url}/`, { method: 'POST', agent, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } }, (res) => {
+              res.resume();
+              res.on('end', () => resolve(String(res.statusCode)));
+            });
+            req.on('error', (err: Error & { code?: string }) => resolve(err.code ?? err.message));
+            req.end(JSON.stringify({ key: `ns/call-${outcomes.length}` }));
+          }),
+        );
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    try {
+      // Closed while the client's first call runs on its one connection: that connection is busy as the drain ends.
+      const keys = () => sb.redis.lrange(`${sb.prefix}:slow:started`, 0, -1);
+      await waitFor('the first call to start', 5_000, async () => (await keys()).includes('ns/call-0'));
+      const began = Date.now();
+      await Promise.race([served.close(), new Promise((_, reject) => setTimeout(() => reject(new Error('close() did not end while a client kept calling')), lingerMs + 5_000))]);
+      const tookMs = Date.now() - began;
+      calling = false;
+      await caller;
+      expect(tookMs).toBeLessThan(lingerMs + 5_000);
+      // Before the close: reconciled (200); during it: draining (503); after it: nothing listens (refused). Never a reset.
+      expect(outcomes[0]).toBe('200');
+      expect(outcomes.filter((o) => !['200', '503', 'ECONNREFUSED'].includes(o))).toEqual([]);
+    } finally {
+      calling = false;
+      agent.destroy();
+    }
   });
 
   it('a request without the function token answers 401', async () => {
