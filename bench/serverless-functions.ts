@@ -195,7 +195,8 @@ function dispatcherStory(side: Side, deployment: string, sent: number, readyAt: 
     }
     if (typeof rec !== 'object' || rec === null) continue;
     const r = rec as Record<string, unknown>;
-    if (typeof r.time !== 'number' || r.time < sent) continue;
+    // The bench's function only (Ripple's own functions are dispatched beside it), without the held resync's ticks.
+    if (typeof r.time !== 'number' || r.time < sent || r.function !== FAULT_FUNCTION || r.msg === 'resync tick run while held') continue;
     const { time, msg, key, err, waitMs, ready, ms } = r;
     lines.push(`  +${time - sent} ms  ${String(msg)}${key ? ` key=${String(key)}` : ''}${ready !== undefined ? ` ready=${String(ready)}` : ''}${err ? ` err=${String(err)}` : ''}${waitMs ? ` waitMs=${String(waitMs)}` : ''}${ms ? ` ms=${String(ms)}` : ''}`);
   }
