@@ -42,7 +42,7 @@ describe('ReadinessGate', () => {
 
   it('holds from the start, resumes when the slices say ready, holds when they no longer do', () => {
     const t = target();
-    const gate = new ReadinessGate(t, 2_000);
+    const gate = new ReadinessGate(t, { firstMs: 2_000, maxMs: 2_000 });
     expect(t.held).toBe(true);
     gate.slices(true);
     expect(t.held).toBe(false);
@@ -54,7 +54,7 @@ describe('ReadinessGate', () => {
   it('after a refused call, resumes once the hold is over even when its timer fires before the wall clock gets there', () => {
     vi.useFakeTimers();
     const t = target();
-    const gate = new ReadinessGate(t, 2_000);
+    const gate = new ReadinessGate(t, { firstMs: 2_000, maxMs: 2_000 });
     gate.slices(true);
     gate.refused();
     expect(t.held).toBe(true);
@@ -69,11 +69,41 @@ describe('ReadinessGate', () => {
   it('a change of slices ends a refusal hold at once', () => {
     vi.useFakeTimers();
     const t = target();
-    const gate = new ReadinessGate(t, 2_000);
+    const gate = new ReadinessGate(t, { firstMs: 2_000, maxMs: 2_000 });
     gate.slices(true);
     gate.refused();
     gate.slices(true);
     expect(t.held).toBe(false);
+    gate.stop();
+  });
+
+  it('holds briefly after a first refusal (kube-proxy behind the slice), doubling with each refusal after a hold up to the cap; refusals together count once; a slice change starts over', () => {
+    vi.useFakeTimers();
+    const t = target();
+    const gate = new ReadinessGate(t, { firstMs: 100, maxMs: 1_000 });
+    gate.slices(true);
+    const heldFor = () => {
+      let ms = 0;
+      while (t.held && ms < 10_000) {
+        vi.advanceTimersByTime(10);
+        ms += 10;
+      }
+      return ms;
+    };
+    gate.refused();
+    gate.refused(); // a second call of the same moment
+    expect(heldFor()).toBe(100);
+    gate.refused();
+    expect(heldFor()).toBe(200);
+    gate.refused();
+    expect(heldFor()).toBe(400);
+    gate.refused();
+    expect(heldFor()).toBe(800);
+    gate.refused();
+    expect(heldFor()).toBe(1_000);
+    gate.slices(true);
+    gate.refused();
+    expect(heldFor()).toBe(100);
     gate.stop();
   });
 });

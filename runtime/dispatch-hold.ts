@@ -64,41 +64,61 @@ export interface HoldWhileUnreadyOptions {
   service: ServiceRef;
   target: Holdable;
   log: Logger;
-  /**
-   * After a refused call, how long the jobs stay held when no EndpointSlice change comes meanwhile (the Service's
-   * slices may still list a pod that has just gone). Default 2 s.
-   */
-  refusedHoldMs?: number;
+  /** After refused calls, how the jobs stay held when no EndpointSlice change comes meanwhile (RefusalHold). */
+  refusalHold?: RefusalHold;
 }
 
 /**
- * The hold's decision, apart from the watch that feeds it: held until the slices say a pod is ready, and again for
- * refusedHoldMs after a refused call (or until the slices change).
+ * How long the jobs stay held after a call was refused while the Service's slices say a pod is ready. Either
+ * kube-proxy has not yet written the new endpoint's rules (the Service's ClusterIP still refuses: tens to hundreds of
+ * milliseconds after the slice says ready, up to its 1 s min-sync-period and more on a loaded node), or the slices
+ * still list a pod that has just gone. The first hold is short, so the first pod's work starts as soon as its rules
+ * are in; each refusal after a hold doubles it up to maxMs, so a pod that is gone costs a few refused calls, not a
+ * loop. A refused 2 s flat added 2 s to a start from zero in the serverless bench (the ClusterIP refused 16 ms
+ * after the slice said ready).
+ */
+export interface RefusalHold {
+  firstMs: number;
+  maxMs: number;
+}
+const REFUSAL_HOLD: RefusalHold = { firstMs: 100, maxMs: 2_000 };
+
+/**
+ * The hold's decision, apart from the watch that feeds it: held until the slices say a pod is ready, and again after
+ * a refused call (RefusalHold; or until the slices change).
  */
 export class ReadinessGate {
   private ready = false;
   private refusedUntil = 0;
+  /** Refusals since the slices last changed, each counted once per hold. */
+  private refusals = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
   constructor(
     private readonly target: Holdable,
-    private readonly refusedHoldMs: number,
+    private readonly refusalHold: RefusalHold = REFUSAL_HOLD,
     private readonly onChange?: (ready: boolean) => void,
   ) {
     target.hold();
   }
 
-  /** What the Service's slices say now. A change of slices ends a refusal's hold. */
+  /** What the Service's slices say now. A change of slices ends a refusal's hold and starts its doubling over. */
   slices(ready: boolean): void {
     this.refusedUntil = 0;
+    this.refusals = 0;
     this.apply(ready);
   }
 
   /** A call to the Service was refused (nothing listens behind it now). */
   refused(): void {
     if (this.stopped) return;
-    this.refusedUntil = Date.now() + this.refusedHoldMs;
+    const now = Date.now();
+    // The calls that were running together are refused together: they are one refusal, not one each.
+    if (now >= this.refusedUntil) this.refusals++;
+    const { firstMs, maxMs } = this.refusalHold;
+    const holdMs = Math.min(maxMs, firstMs * 2 ** Math.min(this.refusals - 1, 30));
+    this.refusedUntil = Math.max(this.refusedUntil, now + holdMs);
     this.apply(this.ready);
   }
 
@@ -136,8 +156,8 @@ export class ReadinessGate {
 /**
  * Watches one Service's EndpointSlices (label kubernetes.io/service-name) and holds the target while none routes to
  * a ready endpoint: from the start until the first list says one does, and whenever the last one goes. A refused
- * call (refused()) holds it too, until the slices change or refusedHoldMs has passed, so a pod that went away
- * before its endpoint did costs one refused call per running job, not a retry loop.
+ * call (refused()) holds it too, until the slices change or the refusal's hold has passed (RefusalHold), so a pod
+ * that went away before its endpoint did costs a few refused calls, not a retry loop.
  */
 export class HoldWhileUnready {
   private readonly watch: ListWatch;
@@ -146,7 +166,7 @@ export class HoldWhileUnready {
   constructor(private readonly opts: HoldWhileUnreadyOptions) {
     const service = `${opts.service.namespace}/${opts.service.name}`;
     const log = opts.log.child({ service });
-    this.gate = new ReadinessGate(opts.target, opts.refusedHoldMs ?? 2_000, (ready) =>
+    this.gate = new ReadinessGate(opts.target, opts.refusalHold, (ready) =>
       log.info({ ready }, ready ? 'the function has a ready endpoint: dispatching' : 'the function has no ready endpoint: holding its jobs in the queue'),
     );
     this.watch = new ListWatch({
