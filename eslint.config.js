@@ -1,9 +1,11 @@
 // Lint runs in the test command: the type-aware rules catch floating promises, which in a
 // queue worker are lost reconciles.
 import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
-export default tseslint.config(
+// eslint's own defineConfig (typescript-eslint deprecates its `config()` helper in its favour).
+export default defineConfig(
   { ignores: ['node_modules/**', '.cache/**', '.sandbox/**', 'dist/**', 'bench/results/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,

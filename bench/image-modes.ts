@@ -190,7 +190,7 @@ const work = path.join(root, '.cache', 'bench-image-modes');
 mkdirSync(work, { recursive: true });
 buildImages(work);
 const sizes = {} as Record<Variant, { unpackedMB: number; compressedMB: number }>;
-let baseMB = 0;
+let baseMB: number;
 
 const controlPlane = await startControlPlane({ log: (l) => console.error(l) });
 const redisServer = await startRedis();

@@ -67,7 +67,7 @@ export function loadProcessConfig(env: NodeJS.ProcessEnv = process.env): Process
       try {
         resolved[name] = readFileSync(file, 'utf8').trim();
       } catch (err) {
-        throw new Error(`invalid environment: ${name}_FILE: cannot read ${file} (${err instanceof Error ? err.message : String(err)})`);
+        throw new Error(`invalid environment: ${name}_FILE: cannot read ${file} (${err instanceof Error ? err.message : String(err)})`, { cause: err });
       }
     }
   }

@@ -211,7 +211,7 @@ export class ListWatch {
   private async relist(): Promise<string> {
     const relist = this.store.beginRelist();
     let cont: string | undefined;
-    let rv = '';
+    let rv: string;
     do {
       const page = listSchema.parse(
         await kubeRequest(this.opts.kc, collectionPath(this.opts.resource, this.opts.namespace), {

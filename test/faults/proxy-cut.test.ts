@@ -31,7 +31,7 @@ describe('fault: worker cut from Redis by a TCP proxy mid-cycle, healed after a 
     // Cut while the slow cycle runs (it writes 0.3 s after its start), then bring up the others, who take the key over.
     proxy.cut();
     const slowToken = BigInt((await c.world.get(`${c.prefix}:slow-token`)) ?? '0');
-    let storm: Promise<void> = Promise.resolve();
+    let storm: Promise<void>;
     try {
       await c.startWorkers(2, env);
       storm = c.storm.run(1000);

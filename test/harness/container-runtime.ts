@@ -178,7 +178,7 @@ async function ping(socket: string): Promise<boolean> {
 function sweepStale(log: (line: string) => void): void {
   for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith('ripple-podman-'))) {
     const dir = path.join(tmpdir(), name);
-    let owner = 0;
+    let owner: number;
     try {
       owner = Number(readFileSync(path.join(dir, 'owner'), 'utf8'));
     } catch {

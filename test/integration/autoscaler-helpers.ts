@@ -116,7 +116,7 @@ export async function waitForCondition(sb: TestSandbox, name: string, type: stri
     });
   } catch (err) {
     // The condition as it stands says why (which kind, what is missing), not only that time ran out.
-    throw new Error(`${err instanceof Error ? err.message : String(err)} (last ${type}: ${JSON.stringify(last)})`);
+    throw new Error(`${err instanceof Error ? err.message : String(err)} (last ${type}: ${JSON.stringify(last)})`, { cause: err });
   }
 }
 

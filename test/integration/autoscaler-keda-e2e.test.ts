@@ -199,7 +199,7 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
     try {
       await waitFor(`${ref.kind} ${target} spec.replicas = ${n}`, STEP_MS, async () => (last = await specReplicas(target, ref)) === n, 250);
     } catch (err) {
-      throw new Error(`${err instanceof Error ? err.message : String(err)} (last: ${String(last)})\n${keda?.logTail(20) ?? ''}`);
+      throw new Error(`${err instanceof Error ? err.message : String(err)} (last: ${String(last)})\n${keda?.logTail(20) ?? ''}`, { cause: err });
     }
     return Date.now() - since;
   }
@@ -270,7 +270,7 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
         return result.success && result.data.data.result.length === 1 && Number(result.data.data.result[0]!.value[1]) === value;
       }, 250);
     } catch (err) {
-      throw new Error(`${err instanceof Error ? err.message : String(err)} (last answer: ${JSON.stringify(last)})`);
+      throw new Error(`${err instanceof Error ? err.message : String(err)} (last answer: ${JSON.stringify(last)})`, { cause: err });
     }
   }
 
@@ -373,7 +373,7 @@ describe('reconcile-autoscaler: the whole loop through KEDA and an HPA (issue 14
       }, 500);
     } catch (err) {
       const scraped = await loop.scraped('wva_desired_replicas', { variant_name: 'hp' });
-      throw new Error(`${err instanceof Error ? err.message : String(err)} (values read: ${JSON.stringify(reads)}; in Prometheus now: ${String(scraped)})`);
+      throw new Error(`${err instanceof Error ? err.message : String(err)} (values read: ${JSON.stringify(reads)}; in Prometheus now: ${String(scraped)})`, { cause: err });
     }
     expect(reads.map(Number.parseFloat)).toEqual(reads.map(() => 1));
     await waitFor('the HPA to read the metric', STEP_MS, async () => {

@@ -155,6 +155,6 @@ export async function waitForScraped(loop: Loop, name: string, labels: Record<st
       return last === value;
     }, 250);
   } catch (err) {
-    throw new Error(`${err instanceof Error ? err.message : String(err)} (last scraped: ${String(last)})`);
+    throw new Error(`${err instanceof Error ? err.message : String(err)} (last scraped: ${String(last)})`, { cause: err });
   }
 }

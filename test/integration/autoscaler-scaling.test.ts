@@ -93,7 +93,7 @@ describe('reconcile-autoscaler: saturation scaling with a real Prometheus', () =
       // What the VA and the last cycle said, so a timeout tells which step did not happen.
       const cycle = await readCycleRecord(sb.redis, sb.prefix);
       const seen = { status: last?.status, cycleAt: cycle?.at, cycleModels: cycle?.models.filter((m) => m.key.startsWith(`${name}|`)), inactive: cycle?.inactive };
-      throw new Error(`${err instanceof Error ? err.message : String(err)}; last seen: ${JSON.stringify(seen)}`);
+      throw new Error(`${err instanceof Error ? err.message : String(err)}; last seen: ${JSON.stringify(seen)}`, { cause: err });
     }
   }
 

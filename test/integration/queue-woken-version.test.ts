@@ -39,7 +39,7 @@ async function waitUntil(what: string, timeoutMs: number, check: () => Promise<b
   try {
     await waitFor(what, timeoutMs, async () => (await check()) || undefined, 50);
   } catch (err) {
-    throw new Error(`${err instanceof Error ? err.message : String(err)}; last seen: ${await state()}`);
+    throw new Error(`${err instanceof Error ? err.message : String(err)}; last seen: ${await state()}`, { cause: err });
   }
 }
 function conn(): Redis {

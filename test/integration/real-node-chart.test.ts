@@ -153,7 +153,7 @@ describe('the chart on the real node (scaled mode, Ripple’s own image)', () =>
       // What a person needs to tell a stuck elector from a lost release: the Lease and each watcher's last lines.
       const lease = kubectl(['get', 'leases', '-o', 'yaml']).stdout;
       const logs = (await podsOf('watcher')).map((p) => `--- ${p.metadata?.name}\n${kubectl(['logs', p.metadata?.name ?? '', '--tail', '15']).stdout}`).join('\n');
-      throw new Error(`${String(err)}\nLeases:\n${lease}\nwatcher logs:\n${logs}`);
+      throw new Error(`${String(err)}\nLeases:\n${lease}\nwatcher logs:\n${logs}`, { cause: err });
     }
     const takeover = Date.now() - started;
     console.log(`real-node chart: the Lease went to ${newHolder.startsWith(follower ?? '?') ? 'the follower' : "the leader's replacement"} (${newHolder})`);
