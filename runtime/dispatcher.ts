@@ -1,3 +1,4 @@
+import { Agent, fetch as undiciFetch } from 'undici';
 import { z } from 'zod';
 import type { KeyedWorkerOptions } from '../queue/worker.js';
 import { ConnectivityError, TerminalError } from '../base/errors.js';
@@ -47,7 +48,14 @@ export interface HttpReconcileOptions {
   token?: string;
   /** The whole call, connect to last byte; past it the reconcile counts as a transient failure. */
   timeoutMs: number;
-  fetch?: typeof fetch;
+  /**
+   * How long a connection may take to be made (default 2 s; undici's own is 10 s). Inside a cluster one is made in
+   * milliseconds: a connect that hangs went to an address nothing answers (a pod that is gone, a rule not yet
+   * rewritten), and the call is given back as undelivered. Seen in the serverless bench: a first call after a scale
+   * from zero that hung for undici's 10 s while the new pod was Ready.
+   */
+  connectTimeoutMs?: number;
+  fetch?: (url: string, init: RequestInit) => Promise<Response>;
   /**
    * How long the function replica that may still be running this key holds its key lease (keyLeaseLeft): after a
    * failed call the dispatcher keeps the key that long before it lets the retry go, so a replica that is slow or
@@ -103,7 +111,7 @@ async function readBody(res: Response): Promise<unknown> {
  * onUndelivered is set: that one goes back to the queue unrun.
  */
 export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['reconcile'] {
-  const doFetch = opts.fetch ?? fetch;
+  const doFetch = opts.fetch ?? dispatchFetch(opts.connectTimeoutMs ?? 2_000);
   const shownUrl = redactUrl(opts.url);
   const call = post(opts, shownUrl, doFetch);
   return async (info) => {
@@ -127,7 +135,14 @@ export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['r
   };
 }
 
-function post(opts: HttpReconcileOptions, shownUrl: string, doFetch: typeof fetch): KeyedWorkerOptions['reconcile'] {
+/** fetch through a connection pool of the dispatcher's own, whose connects give up after connectTimeoutMs. */
+function dispatchFetch(connectTimeoutMs: number): (url: string, init: RequestInit) => Promise<Response> {
+  const dispatcher = new Agent({ connect: { timeout: connectTimeoutMs } });
+  // undici's own fetch (the package's, as client-node uses): its Response is the one Node's fetch returns, typed apart.
+  return async (url, init) => (await undiciFetch(url, { ...init, dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as Response;
+}
+
+function post(opts: HttpReconcileOptions, shownUrl: string, doFetch: (url: string, init: RequestInit) => Promise<Response>): KeyedWorkerOptions['reconcile'] {
   return async ({ key, reason, reconcileId, log, signal, minResourceVersion, token }) => {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
