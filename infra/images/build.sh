@@ -14,7 +14,10 @@
 #                the FROM's name; --pull=never, so nothing is pulled). buildah's storage is kept in
 #                .cache/control-plane/buildah (its --layers cache makes a sources-only change skip `npm ci`);
 #                delete that folder to drop it.
-# Usage: build.sh [pause] [modelserver] [node-base] [redis] [ripple]   (no argument: pause and modelserver)
+#   configmap-stamp  ripple.local/ripple-configmap-stamp:<version>, a function of one's own shipped as users ship
+#                it: examples/configmap-stamp/Dockerfile (FROM Ripple's image, the compiled module added) built by
+#                buildah on the ripple image above, from the same storage (one small layer on it).
+# Usage: build.sh [pause] [modelserver] [node-base] [redis] [ripple] [configmap-stamp]   (no argument: pause and modelserver)
 # Each archive is cached in .cache/control-plane/images beside the control plane's binaries, under a stamp
 # of what it is built from; a second run returns at once.
 set -euo pipefail
