@@ -85,10 +85,11 @@ late() {
     # KEDA's operator and metrics server, for the autoscaler's end-to-end test (autoscaler-keda-e2e).
     bash infra/local-control-plane/build-keda.sh
     # The real node's CoreDNS and images (build.sh above built its kubelet and kube-proxy with RIPPLE_REAL_NODE=1),
-    # Ripple's own among them (its node base, then the Dockerfile; each cached under a stamp of its inputs).
+    # Ripple's own among them (its node base, then the Dockerfile; each cached under a stamp of its inputs), and
+    # examples/configmap-stamp's image built FROM it (a function of one's own; one small layer on Ripple's).
     if [[ "${RIPPLE_REAL_NODE:-}" == 1 ]]; then
       bash infra/local-control-plane/build-coredns.sh
-      bash infra/images/build.sh pause modelserver ripple
+      bash infra/images/build.sh pause modelserver ripple configmap-stamp
     fi
   fi
 

@@ -14,7 +14,10 @@
 #                the FROM's name; --pull=never, so nothing is pulled). buildah's storage is kept in
 #                .cache/control-plane/buildah (its --layers cache makes a sources-only change skip `npm ci`);
 #                delete that folder to drop it.
-# Usage: build.sh [pause] [modelserver] [node-base] [redis] [ripple]   (no argument: pause and modelserver)
+#   configmap-stamp  ripple.local/ripple-configmap-stamp:<version>, a function of one's own shipped as users ship
+#                it: examples/configmap-stamp/Dockerfile (FROM Ripple's image, the compiled module added) built by
+#                buildah on the ripple image above, from the same storage (one small layer on it).
+# Usage: build.sh [pause] [modelserver] [node-base] [redis] [ripple] [configmap-stamp]   (no argument: pause and modelserver)
 # Each archive is cached in .cache/control-plane/images beside the control plane's binaries, under a stamp
 # of what it is built from; a second run returns at once.
 set -euo pipefail
@@ -26,6 +29,9 @@ out="${RIPPLE_IMAGES_DIR:-$root/.cache/control-plane/images}"
 mkdir -p "$out"
 started=$(date +%s)
 say() { printf 'images: %s (%ds elapsed)\n' "$*" "$(( $(date +%s) - started ))"; }
+# buildah's storage, shared by the images built from Dockerfiles (ripple, then configmap-stamp on it).
+store="${RIPPLE_BUILDAH_DIR:-$root/.cache/control-plane/buildah}"
+bh=(buildah --root "$store/storage" --runroot "$store/run" --storage-driver overlay)
 
 # oci_archive NAME LAYER_TAR... -- CONFIG_JSON OUT: an OCI image layout with one image, tarred. The manifest's
 # io.containerd.image.name annotation gives containerd the full name; without it `ctr images import` names the
@@ -144,7 +150,7 @@ SH
 }
 
 ripple_image() {
-  local version image base stamp ignore inputs work
+  local version image base stamp ignore inputs
   version="$(node -p "require('$root/package.json').version")"
   image="ripple.local/ripple:$version"
   base="docker.io/library/node:$NODE_VERSION-bookworm-slim"
@@ -156,11 +162,9 @@ ripple_image() {
   # source of truth for the build context), the Dockerfile, this script and the base's stamp.
   ignore="$root/infra/deploy/Dockerfile.dockerignore"
   mapfile -t inputs < <(cd "$root" && sed -n 's|^!\(.*[^/]\)/\{0,1\}$|\1|p' "$ignore" | xargs -r -I{} find {} -type f 2>/dev/null | grep -v -e '\.test\.ts$' -e 'test-fixtures\.ts$' -e 'test-helpers\.ts$' | sort)
-  stamp="$( (cd "$root" && cat "${inputs[@]}" infra/deploy/Dockerfile "$ignore" "$out/.node-base-stamp"; declare -f ripple_image; echo "$image") | sha256sum | cut -c1-16)"
+  stamp="$( (cd "$root" && cat "${inputs[@]}" infra/deploy/Dockerfile "$ignore" "$out/.node-base-stamp"; declare -f ripple_image buildah_archive; echo "$image") | sha256sum | cut -c1-16)"
   if current ripple "$stamp"; then say "$image is current"; return; fi
   command -v buildah >/dev/null || { echo "images: buildah is required (apt-get install buildah; scripts/ensure-deps.sh installs it with RIPPLE_REAL_NODE=1)" >&2; exit 1; }
-  local store="${RIPPLE_BUILDAH_DIR:-$root/.cache/control-plane/buildah}"
-  local bh=(buildah --root "$store/storage" --runroot "$store/run" --storage-driver overlay)
   say "loading $base into buildah's storage ($store)"
   "${bh[@]}" pull --quiet "oci-archive:$out/node-base.tar" >/dev/null
   "${bh[@]}" tag "$("${bh[@]}" images --noheading --format '{{.ID}}' --filter "reference=$base" | sed -n 1p)" "$base"
@@ -173,8 +177,16 @@ ripple_image() {
   (cd "$root" && "${bh[@]}" bud --isolation chroot --pull=never --layers --force-rm "${ca[@]}" \
     -f infra/deploy/Dockerfile --ignorefile "$ignore" -t "$image" .) > "$store/build.log" 2>&1 ||
     { tail -n 40 "$store/build.log" >&2; echo "images: buildah bud failed; the whole log is $store/build.log" >&2; exit 1; }
-  # An OCI layout whose index names the image in io.containerd.image.name too: `ctr images import` ignores a
-  # full name in org.opencontainers.image.ref.name alone (it expects a tag there) and would name it import-<date>.
+  buildah_archive "$image" "$out/ripple.tar"
+  echo "$stamp" > "$out/.ripple-stamp"
+  say "$image: $(du -h "$out/ripple.tar" | cut -f1) archive, $("${bh[@]}" images --noheading --format '{{.Size}}' "$image") unpacked"
+}
+
+# buildah_archive IMAGE OUT: an image of buildah's storage as an OCI archive whose index names the image in
+# io.containerd.image.name too: `ctr images import` ignores a full name in org.opencontainers.image.ref.name alone
+# (it expects a tag there) and would name it import-<date>.
+buildah_archive() {
+  local image="$1" archive="$2" work
   work="$(mktemp -d)"
   "${bh[@]}" push --quiet "$image" "oci:$work/layout:$image"
   node -e '
@@ -182,10 +194,40 @@ ripple_image() {
     const index = JSON.parse(fs.readFileSync(file, "utf8"));
     for (const m of index.manifests) m.annotations = { ...m.annotations, "io.containerd.image.name": name, "org.opencontainers.image.ref.name": name };
     fs.writeFileSync(file, JSON.stringify(index));' "$work/layout/index.json" "$image"
-  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/layout" -cf "$out/ripple.tar.tmp" oci-layout index.json blobs
-  mv "$out/ripple.tar.tmp" "$out/ripple.tar"
-  rm -rf "$work"; echo "$stamp" > "$out/.ripple-stamp"
-  say "$image: $(du -h "$out/ripple.tar" | cut -f1) archive, $("${bh[@]}" images --noheading --format '{{.Size}}' "$image") unpacked"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/layout" -cf "$archive.tmp" oci-layout index.json blobs
+  mv "$archive.tmp" "$archive"
+  rm -rf "$work"
+}
+
+# A function of one's own shipped as a platform team would: examples/configmap-stamp's Dockerfile (FROM Ripple's
+# image, its compiled module copied under /app) built the way its README says — `npm run build`, then the
+# Dockerfile with the example folder as the context — on Ripple's image from the `ripple` target, so the only new
+# layer is the module's few kilobytes. The compile is the example's own tsc run without its type check
+# (--noCheck: the emitted JS is the same, and no `ripple` package with declarations is needed here);
+# test/integration/custom-function.test.ts type-checks the example against the built package.
+custom_function_image() {
+  local version image base stamp example="$root/examples/configmap-stamp" ctx
+  version="$(node -p "require('$root/package.json').version")"
+  image="ripple.local/ripple-configmap-stamp:$version"
+  base="ripple.local/ripple:$version"
+  ripple_image
+  stamp="$( (cd "$example" && cat Dockerfile .dockerignore package.json tsconfig.json src/*.ts "$out/.ripple-stamp"; declare -f custom_function_image buildah_archive; echo "$image") | sha256sum | cut -c1-16)"
+  if current configmap-stamp "$stamp"; then say "$image is current"; return; fi
+  say "building $image (the example's tsc, then buildah bud of examples/configmap-stamp/Dockerfile FROM $base)"
+  ctx="$(mktemp -d)"
+  cp "$example/Dockerfile" "$example/.dockerignore" "$ctx/"
+  node "$root/node_modules/typescript/bin/tsc" -p "$example/tsconfig.json" --noCheck --outDir "$ctx/dist"
+  # The base is the archive's image (what the node runs as Ripple's), loaded again when the storage lacks it.
+  command -v buildah >/dev/null || { echo "images: buildah is required (apt-get install buildah; scripts/ensure-deps.sh installs it with RIPPLE_REAL_NODE=1)" >&2; exit 1; }
+  if ! "${bh[@]}" inspect --type image "$base" >/dev/null 2>&1; then
+    "${bh[@]}" tag "$("${bh[@]}" pull --quiet "oci-archive:$out/ripple.tar")" "$base"
+  fi
+  (cd "$ctx" && "${bh[@]}" bud --isolation chroot --pull=never --layers --force-rm \
+    --build-arg "RIPPLE_IMAGE=$base" -t "$image" .) > "$store/build-configmap-stamp.log" 2>&1 ||
+    { tail -n 40 "$store/build-configmap-stamp.log" >&2; echo "images: buildah bud failed; the whole log is $store/build-configmap-stamp.log" >&2; exit 1; }
+  buildah_archive "$image" "$out/configmap-stamp.tar"
+  rm -rf "$ctx"; echo "$stamp" > "$out/.configmap-stamp-stamp"
+  say "$image: $(du -h "$out/configmap-stamp.tar" | cut -f1) archive"
 }
 
 wanted=("$@"); (( ${#wanted[@]} )) || wanted=(pause modelserver)
@@ -196,6 +238,7 @@ for w in "${wanted[@]}"; do
     node-base) node_base ;;
     redis) redis_image ;;
     ripple) ripple_image ;;
-    *) echo "images: unknown image $w (pause, modelserver, node-base, redis, ripple)" >&2; exit 1 ;;
+    configmap-stamp) custom_function_image ;;
+    *) echo "images: unknown image $w (pause, modelserver, node-base, redis, ripple, configmap-stamp)" >&2; exit 1 ;;
   esac
 done

@@ -27,7 +27,7 @@ ctr() { command ctr --address "$nd/containerd.sock" --namespace k8s.io "$@"; }
 load_images() {
   local name tar id
   touch "$nd/images.loaded"
-  for name in pause modelserver ripple; do
+  for name in pause modelserver ripple configmap-stamp; do
     tar="$images/$name.tar"; [[ -s "$tar" ]] || continue
     id="$name $(stat -c '%s %Y' "$tar")"
     grep -qxF "$id" "$nd/images.loaded" && continue

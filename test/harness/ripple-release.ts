@@ -38,10 +38,12 @@ export class RippleRelease {
   ) {}
 
   /**
-   * Builds the image (at once when current), starts the node (at once when running) and Redis; installs nothing.
-   * `where`: the sandbox outside a test run (a bench); by default the test run's.
+   * Builds the images (at once when current), starts the node (at once when running) and Redis; installs nothing.
+   * `where`: the sandbox outside a test run (a bench); by default the test run's. `images`: infra/images/build.sh's
+   * targets the release runs, Ripple's own by default (`configmap-stamp`: an image built FROM it with a function of
+   * one's own).
    */
-  static async prepare(sb: TestSandbox, name: string, where?: { kubeconfig: string; sandboxDir: string }): Promise<RippleRelease> {
+  static async prepare(sb: TestSandbox, name: string, where?: { kubeconfig: string; sandboxDir: string }, images: string[] = ['ripple']): Promise<RippleRelease> {
     const work = mkdtempSync(path.join(tmpdir(), 'ripple-release-'));
     const node = realNode();
     // The node first: Redis binds to its bridge address, which exists only while the node runs (the smoke test stops
@@ -49,8 +51,8 @@ export class RippleRelease {
     await useRealNode(where?.sandboxDir);
     const redis = await RedisProcess.start(['--bind', `127.0.0.1 ${node.ip}`]);
     const release = new RippleRelease(sb, name, redis, work, where?.kubeconfig ?? inject('kubeconfig'));
-    ok(release.run('bash', [path.join(root, 'infra', 'images', 'build.sh'), 'ripple']), 'building Ripple’s image');
-    // The image may have changed since the node started: node-up reloads a changed archive.
+    ok(release.run('bash', [path.join(root, 'infra', 'images', 'build.sh'), ...images]), `building the images ${images.join(', ')}`);
+    // An image may have changed since the node started: node-up reloads a changed archive.
     await useRealNode(where?.sandboxDir);
     const admin = new Redis(redis.url);
     await admin.config('SET', 'requirepass', release.redisPassword); // after start: the harness's readiness PING has none

@@ -159,7 +159,7 @@ describe('the chart runs extra functions', () => {
     metadata: { name: string };
     rules?: Array<{ apiGroups?: string[]; resources?: string[]; verbs?: string[] }>;
     data?: Record<string, string>;
-    spec?: { template?: { spec?: { serviceAccountName?: string; containers?: Array<{ args?: string[] }> } } };
+    spec?: { replicas?: number; template?: { spec?: { serviceAccountName?: string; containers?: Array<{ args?: string[] }> } } };
   }
   const template = (args: string[]) =>
     parseAllDocuments(run(helmBin, ['template', 'ripple', path.join(root, 'charts', 'ripple'), '--namespace', 'ripple-system', '-f', path.join(example, 'values.yaml'), ...args]))
@@ -202,6 +202,24 @@ describe('the chart runs extra functions', () => {
       expect(r.stderr.trim(), mode.join(' ')).toBe('');
       expect(r.stdout).toMatch(/clusterrole.rbac.authorization.k8s.io\/ripple-worker-configmap-stamp serverside-applied \(server dry run\)/);
     }
+  });
+
+  it('workers.perFunction takes an extra function’s name, honours replicas: 0, and refuses a name that is no function', () => {
+    const replicasOf = (args: string[]) =>
+      Object.fromEntries(
+        template(['--set', 'mode=scaled', ...args])
+          .filter((o) => o.kind === 'Deployment' && o.metadata.name.startsWith('ripple-worker-'))
+          .map((o) => [o.metadata.name.replace('ripple-worker-', ''), o.spec?.replicas]),
+      );
+    // Only the workers a release needs (the lean shape real-node-custom-function.test.ts installs), and 0 for one
+    // function under a chart-wide 1 (merge took that 0 for unset before).
+    expect(replicasOf(['--set', 'workers.replicas=0', '--set', 'workers.perFunction.configmap-stamp.replicas=2', '--set', 'workers.perFunction.emit-events.replicas=1'])).toEqual({
+      'reconcile-modelserving': 0, 'reconcile-autoscaler': 0, 'ops-lifecycle': 0, 'emit-events': 1, 'configmap-stamp': 2,
+    });
+    expect(replicasOf(['--set', 'workers.replicas=1', '--set', 'workers.perFunction.ops-lifecycle.replicas=0'])['ops-lifecycle']).toBe(0);
+    const r = spawnSync(helmBin, ['template', 'ripple', path.join(root, 'charts', 'ripple'), '-f', path.join(example, 'values.yaml'), '--set', 'mode=scaled', '--set', 'workers.perFunction.configmap-stmp.replicas=2'], { encoding: 'utf8' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/workers\.perFunction\.configmap-stmp: no such function; give one of reconcile-modelserving, reconcile-autoscaler, ops-lifecycle, emit-events, configmap-stamp/);
   });
 
   it('an extra function named like a built-in one is refused with a message that says so', () => {

@@ -151,6 +151,13 @@ Checks across values that a JSON schema cannot say clearly; each message says wh
 {{- end }}
 {{- $names = append $names .name }}
 {{- end }}
+{{- /* The schema cannot know the extraFunctions' names, so a misspelt workers.perFunction key is caught here. */}}
+{{- $functions := splitList " " (include "ripple.functions" .) }}
+{{- range $fn, $_ := .Values.workers.perFunction }}
+{{- if not (has $fn $functions) }}
+{{- fail (printf "workers.perFunction.%s: no such function; give one of %s (Ripple's own, then extraFunctions)" $fn (join ", " $functions)) }}
+{{- end }}
+{{- end }}
 {{- if and .Values.redis.tls.caSecret (eq .Values.mode "serverless") (eq .Values.serverless.platform "openfaas") }}
 {{- fail "serverless.platform=openfaas: the functions run in another namespace and cannot mount redis.tls.caSecret; put the CA in the Redis server's certificate chain your image trusts, or use Knative" }}
 {{- end }}
