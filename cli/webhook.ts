@@ -123,6 +123,8 @@ async function runWebhookFunction(values: Record<string, string | boolean | unde
   // Once the webhooks serve: the function answers reviews as soon as it listens, so it is as live and ready as that.
   const ops = registry && opsPort !== undefined ? await startOpsServer({ app: opsApp({ registry, log, live: () => [], ready: () => Promise.resolve([]) }), port: opsPort, host: opts.opsHost ?? opts.listen }) : undefined;
   if (ops) log.info({ port: ops.port }, 'ops server (metrics, health) listening');
+  // Lets a parent process (tests, supervisors) know start-up is over, with the ports it got (as cli/ripple.ts does).
+  process.send?.({ ready: true, opsPort: ops?.port, port: fn.port });
   const stop = async (signal: string) => {
     log.info({ signal }, 'stopping the webhook function');
     await fn.close();
