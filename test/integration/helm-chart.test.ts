@@ -823,6 +823,21 @@ describe('charts/ripple: the admission webhooks', () => {
     expect(mine.filter((o) => /Role/.test(o.kind))).toEqual([]);
   });
 
+  it("with webhooks.graceDelete.enabled renders infra/deploy/webhook with its grace-delete component: the same registration, pod and RBAC", () => {
+    const args = [...withCertManager, '--set', 'webhooks.graceDelete.enabled=true', '--set', `functionToken.value=${TOKEN}`];
+    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', ...args]), 'helm template')).filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'webhook');
+    // An overlay the way docs/ops-lifecycle.md tells kustomize users to write it.
+    const dir = mkdtempSync(path.join(work, 'webhook-grace-'));
+    const webhookDir = path.join(root, 'infra', 'deploy', 'webhook');
+    writeFileSync(path.join(dir, 'kustomization.yaml'), `resources: [${path.relative(dir, webhookDir)}]\ncomponents: [${path.relative(dir, path.join(webhookDir, 'grace-delete'))}]\n`);
+    expectLikeOverlay(mine, path.relative(path.join(root, 'infra', 'deploy', 'overlays'), dir), { rename: (n) => n, onlyTheirs: [], onlyMine: [] });
+    const theirs = parseObjects(ok(run(kubectlBin, ['kustomize', dir]), 'kustomize webhook + grace-delete'));
+    const webhooksOf = (list: K8sObject[]) => z.object({ webhooks: z.array(z.unknown()) }).passthrough().parse(list.find((o) => o.kind === 'MutatingWebhookConfiguration')).webhooks;
+    expect(webhooksOf(mine)).toEqual(webhooksOf(theirs));
+    expect(webhooksOf(mine)).toHaveLength(3);
+    for (const list of [mine, theirs]) expect(list.find((o) => o.kind === 'ServiceAccount')).toMatchObject({ automountServiceAccountToken: true });
+  });
+
   it.each(Object.keys(MODES))('with either certificate source (%s): helm lint and a strict server-side dry run; a restricted pod; the caBundle is the given CA', (mode) => {
     for (const [source, args] of [['existingSecret', withSecret()], ['certManager', withCertManager]] as const) {
       const lint = run(helmBin, ['lint', '--strict', chart, ...MODES[mode]!, ...args]);
