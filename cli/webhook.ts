@@ -1,15 +1,19 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import { z } from 'zod';
 import { opsLifecycleWebhooks } from '../functions/ops-lifecycle/admission/webhooks.js';
 import { TRAFFIC_OFF_MODES } from '../functions/ops-lifecycle/protocol/index.js';
 import { loadKubeConfig, type KubeTarget } from '../kube/config.js';
+import { instrumentKubeRequests } from '../kube/request-metrics.js';
+import { opsApp, startOpsServer } from '../ops/server.js';
 import { loadProcessConfig } from '../runtime/config.js';
 import { allowUnauthenticatedFromEnv } from '../runtime/http-function.js';
 import { createLogger } from '../base/log.js';
 import { applyRegistration, deleteRegistration } from '../runtime/webhook/registration.js';
 import { serveWebhookFunction } from '../runtime/webhook/function.js';
+import { AdmissionMetrics } from '../runtime/webhook/metrics.js';
 import { startWebhookServer } from '../runtime/webhook/server.js';
 import { packageRoot } from '../runtime/package-root.js';
 
@@ -18,7 +22,7 @@ export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gat
                  [--url https://HOST:PORT] [--san host,ip] [--name ripple-ops-lifecycle]
                  [--create-failure-policy Fail|Ignore] [--traffic-off endpointslices|ready|gate]
                  [--unregister-on-exit] [--grace-delete]
-  ripple webhook --function [--port PORT] [--tls-cert-file F --tls-key-file F] [--traffic-off …]
+  ripple webhook --function [--port PORT] [--tls-cert-file F --tls-key-file F] [--traffic-off …] [--ops-port PORT]
   Generates a CA and serving certificate (openssl), renews them before they expire, and registers a
   MutatingWebhookConfiguration by URL (--url: how the API server reaches this process; default
   https://127.0.0.1:PORT) with the CA bundle. --traffic-off must match the reconciler's OPS_LIFECYCLE_TRAFFIC_OFF
@@ -32,7 +36,9 @@ export const WEBHOOK_USAGE = `Admission webhooks (ops-lifecycle's Pod CREATE gat
   cert-manager Secret, re-read every minute). With --grace-delete it requires RIPPLE_FUNCTION_TOKEN (or _FILE),
   sent by the API server as a Bearer token, or RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true behind a mesh that
   authenticates callers. It generates and registers nothing: the manifests in
-  infra/deploy register it (docs/ops-lifecycle.md, "Served as a function").`;
+  infra/deploy register it (docs/ops-lifecycle.md, "Served as a function"). --ops-port (or RIPPLE_OPS_PORT) also
+  serves /metrics (reviews by webhook, operation and result; latency), /healthz and /readyz in plain HTTP on
+  that port, as every other Ripple process does (on RIPPLE_OPS_HOST, default the --listen address).`;
 
 const root = packageRoot(import.meta.url);
 
@@ -69,6 +75,8 @@ const functionOptionsSchema = z
     tlsKeyFile: z.string().min(1).optional(),
     createFailurePolicy: z.enum(['Fail', 'Ignore']).default('Fail'),
     trafficOff: z.enum(TRAFFIC_OFF_MODES).default('endpointslices'),
+    opsPort: z.coerce.number().int().min(0).max(65535).optional(),
+    opsHost: z.string().min(1).optional(),
   })
   .refine((o) => (o.tlsCertFile === undefined) === (o.tlsKeyFile === undefined), { message: 'give both --tls-cert-file and --tls-key-file, or neither', path: ['tls-cert-file'] });
 
@@ -82,6 +90,8 @@ async function runWebhookFunction(values: Record<string, string | boolean | unde
     tlsKeyFile: str(values['tls-key-file']) ?? process.env.WEBHOOK_TLS_KEY_FILE,
     createFailurePolicy: str(values['create-failure-policy']),
     trafficOff: str(values['traffic-off']) ?? process.env.OPS_LIFECYCLE_TRAFFIC_OFF,
+    opsPort: str(values['ops-port']) ?? (process.env.RIPPLE_OPS_PORT || undefined),
+    opsHost: process.env.RIPPLE_OPS_HOST || undefined,
   });
   if (!parsed.success) throw new Error(`webhook --function: ${parsed.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`).join('; ')}\n${WEBHOOK_USAGE}`);
   const opts = parsed.data;
@@ -90,8 +100,18 @@ async function runWebhookFunction(values: Record<string, string | boolean | unde
   const graceDelete = values['grace-delete'] === true || webhookEnv(process.env).graceDelete;
   const kubeconfig = str(values.kubeconfig) ?? process.env.RIPPLE_KUBECONFIG;
   const target: KubeTarget = kubeconfig ? { kind: 'kubeconfig', path: kubeconfig, context: str(values.context) } : { kind: 'in-cluster' };
+  const kc = graceDelete ? loadKubeConfig(target) : undefined;
+  // The ops surface of every Ripple process (cli/ripple.ts): /metrics, /healthz, /readyz on a port of its own, so
+  // Prometheus scrapes the webhook pods by the same port name as the others and never needs the API server's
+  // route (HTTPS, and with GraceDelete behind the token).
+  const opsPort = opts.opsPort;
+  const registry = opsPort === undefined ? undefined : new Registry();
+  if (registry) collectDefaultMetrics({ register: registry });
+  // GraceDelete's reads and writes, as the other processes count theirs.
+  if (registry && kc) instrumentKubeRequests(kc, registry);
   const fn = await serveWebhookFunction({
-    webhooks: opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy, trafficOff: opts.trafficOff, ...(graceDelete ? { graceDelete: { kc: loadKubeConfig(target) } } : {}) }),
+    webhooks: opsLifecycleWebhooks({ createFailurePolicy: opts.createFailurePolicy, trafficOff: opts.trafficOff, ...(kc ? { graceDelete: { kc } } : {}) }),
+    ...(registry ? { metrics: new AdmissionMetrics(registry) } : {}),
     port: opts.port,
     hostname: opts.listen,
     log,
@@ -100,9 +120,15 @@ async function runWebhookFunction(values: Record<string, string | boolean | unde
     allowUnauthenticated: allowUnauthenticatedFromEnv(process.env),
     ...(opts.tlsCertFile && opts.tlsKeyFile ? { tls: { certFile: opts.tlsCertFile, keyFile: opts.tlsKeyFile } } : {}),
   });
+  // Once the webhooks serve: the function answers reviews as soon as it listens, so it is as live and ready as that.
+  const ops = registry && opsPort !== undefined ? await startOpsServer({ app: opsApp({ registry, log, live: () => [], ready: () => Promise.resolve([]) }), port: opsPort, host: opts.opsHost ?? opts.listen }) : undefined;
+  if (ops) log.info({ port: ops.port }, 'ops server (metrics, health) listening');
+  // Lets a parent process (tests, supervisors) know start-up is over, with the ports it got (as cli/ripple.ts does).
+  process.send?.({ ready: true, opsPort: ops?.port, port: fn.port });
   const stop = async (signal: string) => {
     log.info({ signal }, 'stopping the webhook function');
     await fn.close();
+    await ops?.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
@@ -129,6 +155,7 @@ export async function runWebhookCommand(argv: string[]): Promise<void> {
       function: { type: 'boolean' },
       'tls-cert-file': { type: 'string' },
       'tls-key-file': { type: 'string' },
+      'ops-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

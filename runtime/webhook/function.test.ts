@@ -1,6 +1,9 @@
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../base/log.js';
+import type { AdmissionDecision } from './admission-review.js';
 import { serveWebhookFunction, type ServedWebhookFunction } from './function.js';
+import { AdmissionMetrics } from './metrics.js';
 import type { AdmissionWebhookDefinition } from './types.js';
 
 const log = createLogger('webhook-function-unit', 'silent');
@@ -50,5 +53,47 @@ describe('serveWebhookFunction: callers of a webhook that writes', () => {
   it('webhooks that only compute need no token', async () => {
     served = await serveWebhookFunction({ webhooks: [{ ...writing, sideEffects: 'None' }], port: 0, hostname: '127.0.0.1', log });
     expect((await post(served.port)).status).toBe(200);
+  });
+});
+
+describe('serveWebhookFunction: admission metrics', () => {
+  let served: ServedWebhookFunction | undefined;
+  afterEach(async () => {
+    await served?.close();
+    served = undefined;
+  });
+
+  it('counts every review by webhook, operation and result, and times it', async () => {
+    const registry = new Registry();
+    const verdicts: Record<string, AdmissionDecision | Error> = { p: { allowed: true, patch: [{ op: 'add', path: '/metadata/labels/x', value: 'y' }] }, q: { allowed: true }, r: { allowed: false, message: 'no' }, s: new Error('a bug') };
+    const hook: AdmissionWebhookDefinition = {
+      ...writing,
+      admit: (req) => {
+        const v = verdicts[req.name ?? '']!;
+        if (v instanceof Error) throw v;
+        return v;
+      },
+    };
+    served = await serveWebhookFunction({ webhooks: [hook], port: 0, hostname: '127.0.0.1', log, token: TOKEN, metrics: new AdmissionMetrics(registry) });
+    const post = (body: unknown, authorization = `Bearer ${TOKEN}`) =>
+      fetch(`http://127.0.0.1:${served!.port}/writes`, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body: JSON.stringify(body) });
+    for (const name of ['p', 'p', 'q', 'r', 's']) await post({ ...review, request: { ...review.request, name } });
+    expect((await post(review, 'Bearer not-the-token-at-all')).status).toBe(401);
+    expect((await post({ kind: 'NotAReview' })).status).toBe(400);
+
+    const reviews = (await registry.getSingleMetric('ripple_admission_reviews_total')!.get()).values.map((v) => [v.labels.operation, v.labels.result, v.value]);
+    expect(reviews.sort()).toEqual(
+      [
+        ['', 'malformed', 1],
+        ['', 'unauthorized', 1],
+        ['DELETE', 'allowed', 1],
+        ['DELETE', 'denied', 1],
+        ['DELETE', 'error', 1],
+        ['DELETE', 'patched', 2],
+      ].sort(),
+    );
+    const text = await registry.metrics();
+    expect(text).toContain('ripple_admission_review_duration_seconds_count{webhook="writes.test.ripple.dev",operation="DELETE"} 5');
+    expect(text).toContain('ripple_admission_reviews_in_flight{webhook="writes.test.ripple.dev"} 0');
   });
 });

@@ -4,6 +4,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import { serve } from '@hono/node-server';
 import type { Logger } from '../../base/log.js';
 import { presentedSecret, secretMatches } from '../secrets.js';
+import type { AdmissionMetrics } from './metrics.js';
 import { webhookApp } from './server.js';
 import type { AdmissionWebhookDefinition } from './types.js';
 
@@ -35,6 +36,8 @@ export interface WebhookFunctionOptions {
   token?: string;
   /** RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED: serve webhooks that write without a token (a mesh authenticates callers). */
   allowUnauthenticated?: boolean;
+  /** Counts and times every review (served on the process's ops port, not on this one). */
+  metrics?: AdmissionMetrics;
   now?: () => Date;
 }
 
@@ -68,7 +71,7 @@ export async function serveWebhookFunction(opts: WebhookFunctionOptions): Promis
   }
   if (writers.length > 0 && !opts.token) log.warn({ webhooks: writers }, 'serving webhooks that write without a token (RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED=true)');
   const token = opts.token;
-  const app = webhookApp(opts.webhooks, log, opts.now ?? (() => new Date()), token ? (authorization) => secretMatches(presentedSecret(authorization) ?? '', token) : undefined);
+  const app = webhookApp(opts.webhooks, log, opts.now ?? (() => new Date()), token ? (authorization) => secretMatches(presentedSecret(authorization) ?? '', token) : undefined, opts.metrics);
   app.get('/_/health', (c) => c.text('OK'));
   app.get('/_/ready', (c) => c.text('OK'));
 

@@ -5,6 +5,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from '../../base/log.js';
 import { admissionResponse, admissionReviewSchema } from './admission-review.js';
 import { generateCa, issueServingCertificate, type CertificateAuthority, type ServingCertificate } from './certs.js';
+import type { AdmissionMetrics } from './metrics.js';
 import { DEFAULT_ROTATION, needsRenewal, type RotationPolicy } from './rotation.js';
 import type { AdmissionWebhookDefinition } from './types.js';
 
@@ -40,33 +41,46 @@ export interface RunningWebhookServer {
 
 /**
  * The Hono app: POST /<path> per webhook, each answering AdmissionReview with the webhook's decision. With
- * `authorized`, a review whose Authorization header it refuses is answered 401 before it is read.
+ * `authorized`, a review whose Authorization header it refuses is answered 401 before it is read. With `metrics`,
+ * every review is counted and timed by its result.
  */
-export function webhookApp(webhooks: readonly AdmissionWebhookDefinition[], log: Logger, now: () => Date, authorized?: (authorization: string | undefined) => boolean): Hono {
+export function webhookApp(
+  webhooks: readonly AdmissionWebhookDefinition[],
+  log: Logger,
+  now: () => Date,
+  authorized?: (authorization: string | undefined) => boolean,
+  metrics?: AdmissionMetrics,
+): Hono {
   const app = new Hono();
   app.get('/healthz', (c) => c.text('ok'));
   // The API server sends at most a few MiB (an object and its old version).
   app.use('*', bodyLimit({ maxSize: 8 * 1024 * 1024 }));
   for (const w of webhooks) {
     app.post(`/${w.path}`, async (c) => {
+      const done = metrics?.begin(w.name);
       if (authorized && !authorized(c.req.header('authorization'))) {
         log.warn({ webhook: w.name }, 'admission review without the function token refused');
+        done?.('', 'unauthorized');
         return c.json({ error: 'send Authorization: Bearer <RIPPLE_FUNCTION_TOKEN>' }, 401);
       }
       const parsed = admissionReviewSchema.safeParse(await c.req.json().catch(() => undefined));
       if (!parsed.success) {
         log.warn({ webhook: w.name, issues: parsed.error.issues.slice(0, 3) }, 'not an admission.k8s.io/v1 AdmissionReview');
+        done?.('', 'malformed');
         return c.json({ error: 'expected an admission.k8s.io/v1 AdmissionReview' }, 400);
       }
       const req = parsed.data.request;
       const ctx = { webhook: w.name, uid: req.uid, operation: req.operation, namespace: req.namespace, name: req.name, subResource: req.subResource };
       try {
         const decision = await w.admit(req, now());
-        if (!decision.allowed || (decision.patch?.length ?? 0) > 0) log.info({ ...ctx, allowed: decision.allowed, patch: decision.allowed ? decision.patch : undefined }, 'admitted');
+        const patched = decision.allowed && (decision.patch?.length ?? 0) > 0;
+        if (!decision.allowed || patched) log.info({ ...ctx, allowed: decision.allowed, patch: decision.allowed ? decision.patch : undefined }, 'admitted');
+        done?.(req.operation, !decision.allowed ? 'denied' : patched ? 'patched' : 'allowed');
         return c.json(admissionResponse(req.uid, decision));
       } catch (err) {
         // A bug, not a verdict: a 500 makes the API server apply the webhook's failurePolicy.
         log.error({ ...ctx, err: err instanceof Error ? err.message : String(err) }, 'admission failed');
+        done?.(req.operation, 'error');
         return c.json({ error: 'admission failed' }, 500);
       }
     });

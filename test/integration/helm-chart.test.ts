@@ -11,7 +11,9 @@ import { z } from 'zod';
 import { allFunctions } from '../../functions/index.js';
 import { loadProcessConfig } from '../../runtime/config.js';
 import { parseDispatchTargets } from '../../runtime/dispatcher.js';
+import { graceDeleteWebhook } from '../../functions/ops-lifecycle/admission/grace-delete.js';
 import { generateCa } from '../../runtime/webhook/certs.js';
+import { mutatingWebhookConfiguration } from '../../runtime/webhook/registration.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // The Helm chart (charts/ripple) with Helm built from the Go module proxy (infra/local-control-plane/
@@ -797,6 +799,14 @@ describe('charts/ripple: the admission webhooks', () => {
   beforeAll(async () => {
     caPem = (await generateCa(1, 'helm-chart-test-ca')).certPem;
   });
+  const webhookPodOf = (objects: K8sObject[]) =>
+    z
+      .object({ spec: z.object({ template: z.object({ metadata: z.object({ labels: z.record(z.string(), z.string()) }).passthrough(), spec: z.object({ automountServiceAccountToken: z.boolean().optional(), containers: z.array(containerSchema) }).passthrough() }) }) })
+      .parse(objects.find((o) => o.kind === 'Deployment' && o.metadata.labels?.['app.kubernetes.io/component'] === 'webhook')).spec.template;
+  const webhookContainerOf = (objects: K8sObject[]) => {
+    const c = webhookPodOf(objects).spec.containers[0]!;
+    return { ...c, ports: z.array(z.object({ name: z.string(), containerPort: z.number() })).parse(c.ports) };
+  };
 
   it("renders infra/deploy/webhook's objects (with the release `ripple` in ripple-system): the same webhooks, pod, Service, budget and cert-manager chain", () => {
     const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', ...withCertManager]), 'helm template')).filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'webhook');
@@ -812,6 +822,21 @@ describe('charts/ripple: the admission webhooks', () => {
     expect(m.get('ServiceAccount/ripple-ops-lifecycle-webhook')).toMatchObject({ automountServiceAccountToken: false });
     // No roles: the pure webhook's identity is bound to nothing.
     expect(mine.filter((o) => /Role/.test(o.kind))).toEqual([]);
+  });
+
+  it("with webhooks.graceDelete.enabled renders infra/deploy/webhook with its grace-delete component: the same registration, pod and RBAC", () => {
+    const args = [...withCertManager, '--set', 'webhooks.graceDelete.enabled=true', '--set', `functionToken.value=${TOKEN}`];
+    const mine = parseObjects(ok(helm(['template', 'ripple', chart, '--namespace', 'ripple-system', ...args]), 'helm template')).filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'webhook');
+    // An overlay the way docs/ops-lifecycle.md tells kustomize users to write it.
+    const dir = mkdtempSync(path.join(work, 'webhook-grace-'));
+    const webhookDir = path.join(root, 'infra', 'deploy', 'webhook');
+    writeFileSync(path.join(dir, 'kustomization.yaml'), `resources: [${path.relative(dir, webhookDir)}]\ncomponents: [${path.relative(dir, path.join(webhookDir, 'grace-delete'))}]\n`);
+    expectLikeOverlay(mine, path.relative(path.join(root, 'infra', 'deploy', 'overlays'), dir), { rename: (n) => n, onlyTheirs: [], onlyMine: [] });
+    const theirs = parseObjects(ok(run(kubectlBin, ['kustomize', dir]), 'kustomize webhook + grace-delete'));
+    const webhooksOf = (list: K8sObject[]) => z.object({ webhooks: z.array(z.unknown()) }).passthrough().parse(list.find((o) => o.kind === 'MutatingWebhookConfiguration')).webhooks;
+    expect(webhooksOf(mine)).toEqual(webhooksOf(theirs));
+    expect(webhooksOf(mine)).toHaveLength(3);
+    for (const list of [mine, theirs]) expect(list.find((o) => o.kind === 'ServiceAccount')).toMatchObject({ automountServiceAccountToken: true });
   });
 
   it.each(Object.keys(MODES))('with either certificate source (%s): helm lint and a strict server-side dry run; a restricted pod; the caBundle is the given CA', (mode) => {
@@ -869,6 +894,104 @@ describe('charts/ripple: the admission webhooks', () => {
       expect(r.status, args.join(' ')).not.toBe(0);
       expect(r.stderr, args.join(' ')).toMatch(message);
     }
+  });
+
+  // The webhook pods' ops port (cli/webhook.ts --ops-port): the PodMonitor scrapes them like every other Ripple pod.
+  it('the webhook pod serves the ops port (metrics, health) the PodMonitor scrapes, labelled component=webhook', () => {
+    const objects = parseObjects(ok(template([...withSecret(), '--set', 'monitoring.podMonitor.enabled=true', '--set', 'config.opsPort=9191']), 'template'));
+    const c = webhookContainerOf(objects);
+    expect(c.ports).toContainEqual({ name: 'ops', containerPort: 9191 });
+    expect(c.args.slice(c.args.indexOf('--ops-port'), c.args.indexOf('--ops-port') + 2)).toEqual(['--ops-port', '9191']);
+    const pod = webhookPodOf(objects);
+    expect(pod.metadata.labels['app.kubernetes.io/component']).toBe('webhook');
+    const monitor = z
+      .object({ spec: z.object({ selector: z.object({ matchLabels: z.record(z.string(), z.string()) }), podMetricsEndpoints: z.array(z.object({ port: z.string().optional(), path: z.string(), relabelings: z.array(z.object({ sourceLabels: z.array(z.string()), targetLabel: z.string() }).passthrough()) }).passthrough()) }) })
+      .parse(objects.find((o) => o.kind === 'PodMonitor')).spec;
+    expect(Object.entries(monitor.selector.matchLabels).every(([k, v]) => pod.metadata.labels[k] === v), 'the PodMonitor selects the webhook pod').toBe(true);
+    const endpoint = monitor.podMetricsEndpoints.find((e) => e.port === 'ops');
+    expect(endpoint).toMatchObject({ path: '/metrics' });
+    expect(endpoint?.relabelings).toContainEqual(expect.objectContaining({ sourceLabels: ['__meta_kubernetes_pod_label_app_kubernetes_io_component'], targetLabel: 'component' }));
+  });
+
+  it('networkPolicy selects the webhook pods: HTTPS open to the API server (anywhere, or networkPolicy.webhookFrom), the ops port to networkPolicy.opsFrom', () => {
+    const prometheus = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } };
+    const apiServer = { ipBlock: { cidr: '10.0.0.0/24' } };
+    const policiesFor = (args: string[]) => {
+      const objects = parseObjects(ok(template([...withSecret(), '--set', 'networkPolicy.enabled=true', '--set-json', `networkPolicy.opsFrom=${JSON.stringify([prometheus])}`, ...args]), 'template'));
+      const labels = webhookPodOf(objects).metadata.labels;
+      const policies = objects.filter((o) => o.kind === 'NetworkPolicy').map((o) => networkPolicySchema.parse(o).spec);
+      return policies.filter((p) => selects(p.podSelector, labels));
+    };
+    for (const [args, from] of [[[], undefined], [['--set-json', `networkPolicy.webhookFrom=${JSON.stringify([apiServer])}`], [apiServer]]] as const) {
+      const selecting = policiesFor([...args]);
+      expect(selecting.length, 'a policy selects the webhook pod').toBeGreaterThan(0);
+      const rules = selecting.flatMap((p) => p.ingress);
+      const https = rules.filter((r) => r.ports?.some((p) => p.port === 'https'));
+      expect(https.map((r) => r.from), 'HTTPS for the API server').toEqual([from]);
+      const ops = rules.filter((r) => r.ports?.some((p) => p.port === 'ops'));
+      expect(ops.map((r) => r.from)).toEqual([[prometheus]]);
+    }
+  });
+
+  // GraceDelete (docs/ops-lifecycle.md, "Delete through the lifecycle"): the third webhook, the flag, the token, and
+  // the RBAC of infra/deploy/rbac's grace-delete components for the webhook and for the lifecycle function.
+  it.each(['all-in-one', 'scaled with KEDA and monitoring', 'serverless on OpenFaaS'])('webhooks.graceDelete.enabled (%s) turns on everything delete through the lifecycle needs, and passes a strict server-side dry run', async (mode) => {
+    const grace = [...withSecret(), '--set', 'webhooks.graceDelete.enabled=true', '--set', `functionToken.value=${TOKEN}`];
+    const text = ok(template([...MODES[mode]!, ...grace]), 'template');
+    const objects = parseObjects(text);
+    const r = kubectl(['apply', '--server-side', '--dry-run=server', '--validate=strict', '--force-conflicts', '--field-manager=ripple-helm-test', '-f', '-'], text);
+    expect(r.stderr, `${mode}:\n${r.stderr}`).toBe('');
+    // The registration: the code's pod-grace-delete webhook (its rules, failurePolicy, sideEffects, timeout), through the Service.
+    const hooks = registrationOf(objects).webhooks;
+    expect(hooks.map((w) => w.name)).toEqual(['pod-readiness-gate.ops-lifecycle.ripple.dev', 'pod-lifecycle.ops-lifecycle.ripple.dev', 'pod-grace-delete.ops-lifecycle.ripple.dev']);
+    const fromCode = z.object({ webhooks: z.array(z.record(z.string(), z.unknown())) }).passthrough().parse(mutatingWebhookConfiguration({ name: 'x', baseUrl: 'https://unused', caBundlePem: '', webhooks: [graceDeleteWebhook({ kc: sb.kc })] })).webhooks[0]!;
+    const { clientConfig, namespaceSelector: _n, ...rest } = hooks[2]!;
+    const { clientConfig: _c, namespaceSelector: _m, ...expected } = fromCode;
+    expect(rest).toEqual(expected);
+    expect(clientConfig.service).toMatchObject({ name: 'ripple-ops-lifecycle-webhook', path: '/ops-lifecycle/pod-grace-delete', port: 443 });
+    expect(hooks[2]!.namespaceSelector).toEqual(hooks[0]!.namespaceSelector);
+    // The process: --grace-delete, the function token the API server must send, and credentials to begin operations.
+    const c = webhookContainerOf(objects);
+    expect(c.args).toContain('--grace-delete');
+    expect(c.env.find((e) => e.name === 'RIPPLE_FUNCTION_TOKEN')?.valueFrom).toEqual({ secretKeyRef: { name: 'ripple-function-token', key: 'token' } });
+    const pod = webhookPodOf(objects);
+    expect(pod.spec.automountServiceAccountToken).toBe(true);
+    expect(objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === 'ripple-ops-lifecycle-webhook')).not.toMatchObject({ automountServiceAccountToken: false });
+    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'ripple-function-token' && o.metadata.namespace === sb.namespace);
+    expect(Buffer.from(z.object({ data: z.object({ token: z.string() }) }).passthrough().parse(secret).data.token, 'base64').toString('utf8')).toBe(TOKEN);
+    // RBAC from infra/deploy/rbac: the webhook gets pods get and patch, the lifecycle function pods delete.
+    const rulesIn = (file: string) => parseObjects(readFileSync(path.join(root, 'infra', 'deploy', 'rbac', file), 'utf8')).filter((o) => o.kind === 'ClusterRole').flatMap((o) => z.object({ rules: z.array(z.unknown()) }).passthrough().parse(o).rules);
+    const grantsTo = (account: string, namespace: string) => {
+      const roles = objects
+        .filter((o) => o.kind === 'ClusterRoleBinding')
+        .map((o) => z.object({ roleRef: z.object({ name: z.string() }), subjects: z.array(z.object({ name: z.string(), namespace: z.string() }).passthrough()) }).passthrough().parse(o))
+        .filter((b) => b.subjects.some((s) => s.name === account && s.namespace === namespace))
+        .map((b) => b.roleRef.name);
+      return objects.filter((o) => o.kind === 'ClusterRole' && roles.includes(o.metadata.name)).flatMap((o) => z.object({ rules: z.array(z.unknown()) }).passthrough().parse(o).rules);
+    };
+    const webhookRules = rulesIn('ops-lifecycle-webhook/grace-delete/rbac.yaml');
+    expect(webhookRules).toEqual([{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }]);
+    expect(grantsTo('ripple-ops-lifecycle-webhook', sb.namespace)).toEqual(webhookRules);
+    const lifecycleAccount = mode === 'all-in-one' ? ['ripple', sb.namespace] : ['ripple-worker-ops-lifecycle', mode.includes('OpenFaaS') ? fnNamespace : sb.namespace];
+    expect(grantsTo(lifecycleAccount[0]!, lifecycleAccount[1]!)).toEqual(expect.arrayContaining(rulesIn('ops-lifecycle/grace-delete/rbac.yaml')));
+    // `ripple` accepts the rendered command line (its webhook parser is strict).
+    const help = await runAsync(process.execPath, [path.join(root, 'bin', 'ripple.js'), ...c.args, '--help']);
+    expect(help.status, help.stderr).toBe(0);
+  });
+
+  it('GraceDelete stays off by default (two webhooks, no credentials, no delete right), and on it needs the token the API server sends or an explicit opt-out', () => {
+    const objects = parseObjects(ok(template(withSecret()), 'template'));
+    expect(registrationOf(objects).webhooks.map((w) => w.name)).not.toContain('pod-grace-delete.ops-lifecycle.ripple.dev');
+    expect(webhookContainerOf(objects).args).not.toContain('--grace-delete');
+    expect(objects.filter((o) => o.kind === 'ClusterRole' && /grace-delete/.test(o.metadata.name))).toEqual([]);
+    const r = template([...withSecret(), '--set', 'webhooks.graceDelete.enabled=true']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/webhooks.graceDelete.enabled needs the token the API server sends .*functionToken.existingSecret or functionToken.value.*webhooks.graceDelete.allowUnauthenticated=true/);
+    const open = parseObjects(ok(template([...withSecret(), '--set', 'webhooks.graceDelete.enabled=true', '--set', 'webhooks.graceDelete.allowUnauthenticated=true']), 'template'));
+    const c = webhookContainerOf(open);
+    expect(c.env.find((e) => e.name === 'RIPPLE_FUNCTION_ALLOW_UNAUTHENTICATED')?.value).toBe('true');
+    expect(c.env.find((e) => e.name === 'RIPPLE_FUNCTION_TOKEN')).toBeUndefined();
+    expect(open.filter((o) => o.kind === 'Secret' && o.metadata.name === 'ripple-function-token')).toEqual([]);
   });
 });
 
@@ -969,4 +1092,25 @@ function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+const labelSelectorSchema = z.object({
+  matchLabels: z.record(z.string(), z.string()).default({}),
+  matchExpressions: z.array(z.object({ key: z.string(), operator: z.enum(['In', 'NotIn', 'Exists', 'DoesNotExist']), values: z.array(z.string()).default([]) })).default([]),
+});
+const networkPolicySchema = z.object({
+  spec: z.object({
+    podSelector: labelSelectorSchema,
+    ingress: z.array(z.object({ ports: z.array(z.object({ port: z.union([z.string(), z.number()]) }).passthrough()).optional(), from: z.array(z.unknown()).optional() })).default([]),
+  }),
+});
+
+/** Whether a label selector (matchLabels and matchExpressions, as the API server reads them) selects these labels. */
+function selects(selector: z.infer<typeof labelSelectorSchema>, labels: Record<string, string>): boolean {
+  return (
+    Object.entries(selector.matchLabels).every(([k, v]) => labels[k] === v) &&
+    selector.matchExpressions.every((e) =>
+      e.operator === 'In' ? e.values.includes(labels[e.key] ?? '\0') : e.operator === 'NotIn' ? !e.values.includes(labels[e.key] ?? '\0') : e.operator === 'Exists' ? e.key in labels : !(e.key in labels),
+    )
+  );
 }

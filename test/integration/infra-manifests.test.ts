@@ -590,8 +590,9 @@ describe('infra/deploy manifests', () => {
       }
     };
     // infra/deploy/webhook is applied on its own (it needs cert-manager): ops-lifecycle-webhook-manifests.test.ts.
-    // The opt-in GraceDelete component is added by an operator beside ops-lifecycle's identity: infra-rbac.test.ts.
-    for (const b of [...BUILDS, 'webhook', 'rbac/ops-lifecycle/grace-delete']) visit(b);
+    // The opt-in GraceDelete component is added by an operator beside ops-lifecycle's identity: infra-rbac.test.ts;
+    // its webhook side (registration, flag, the webhook's RBAC) beside infra/deploy/webhook: helm-chart.test.ts.
+    for (const b of [...BUILDS, 'webhook', 'webhook/grace-delete', 'rbac/ops-lifecycle/grace-delete']) visit(b);
     const files: string[] = [];
     const walk = (dir: string) => {
       for (const e of readdirSync(path.join(deploy, dir))) {

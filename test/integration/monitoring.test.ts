@@ -9,10 +9,11 @@ import { startPrometheus, type RunningPrometheus } from '../harness/prometheus.j
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
 // Issue 32, "Monitoring that is right in every mode": a real `ripple all` (the process that exports every
-// series any mode exports) on the sandbox, its /metrics scraped by this test and by a real Prometheus:
-// the new metrics (client-go's rest_client_* for its API requests, the workqueue in-progress gauges) carry
-// real values, and every query of the shipped Grafana dashboard (infra/grafana/ripple.json) names only
-// metrics the process exports and runs in Prometheus.
+// series any reconciling mode exports) and the admission webhook function (`ripple webhook --function
+// --ops-port`, the only exporter of the admission metrics) on the sandbox, their /metrics scraped by this test
+// and by a real Prometheus: the new metrics (client-go's rest_client_* for its API requests, the workqueue
+// in-progress gauges) carry real values, and every query of the shipped Grafana dashboard
+// (infra/grafana/ripple.json) names only metrics the two export and runs in Prometheus.
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const DASHBOARD = path.join(root, 'infra/grafana/ripple.json');
 
@@ -73,6 +74,7 @@ function exported(text: string): Set<string> {
 
 let sb: TestSandbox;
 let cli: RunningCli | undefined;
+let webhook: RunningCli | undefined;
 let prom: RunningPrometheus | undefined;
 let metricsText = '';
 beforeAll(async () => {
@@ -81,6 +83,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await prom?.stop();
   if (cli) await stopCli(cli, 'SIGKILL');
+  if (webhook) await stopCli(webhook, 'SIGKILL');
   await sb?.cleanup();
 });
 
@@ -118,7 +121,22 @@ describe('monitoring of a running ripple', () => {
 
   it("every query of the Grafana dashboard names only metrics the process exports, and runs in a real Prometheus", async () => {
     expect(metricsText).not.toBe('');
-    const names = exported(metricsText);
+    // The webhook function's ops port, after one review as the API server sends it (a Pod CREATE it gates).
+    webhook = await startCli(['webhook', '--function', '--listen', '127.0.0.1', '--port', '0', '--ops-port', '0'], {});
+    const review = {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: 'u-1', operation: 'CREATE', namespace: sb.namespace, name: 'p',
+        kind: { group: '', version: 'v1', kind: 'Pod' }, resource: { group: '', version: 'v1', resource: 'pods' },
+        object: { metadata: { name: 'p', labels: { 'kusionstack.io/control': 'true' } }, spec: { containers: [{ name: 'main', image: 'pause' }] } },
+      },
+    };
+    const answered = await fetch(`http://127.0.0.1:${webhook.port}/ops-lifecycle/pod-readiness-gate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(review) });
+    expect(answered.status).toBe(200);
+    const webhookText = await (await fetch(`http://127.0.0.1:${webhook.opsPort}/metrics`)).text();
+    expect(webhookText).toMatch(/^ripple_admission_reviews_total\{webhook="pod-readiness-gate\.ops-lifecycle\.ripple\.dev",operation="CREATE",result="patched"\} 1$/m);
+    const names = new Set([...exported(metricsText), ...exported(webhookText)]);
     const queries = dashboardQueries();
     expect(queries.length).toBeGreaterThanOrEqual(20);
     const unknown = queries.flatMap((q) => metricNames(q.expr).filter((n) => !names.has(n)).map((n) => `${q.panel}: ${n}`));
@@ -129,7 +147,7 @@ describe('monitoring of a running ripple', () => {
 
     // The same queries in Prometheus, scraping this process as the chart's PodMonitor would (the `component`
     // label is absent here, which `component!="function"` matches).
-    prom = await startPrometheus({ targets: [], rippleTargets: [`127.0.0.1:${cli!.opsPort}`], scrapeIntervalMs: 1000 });
+    prom = await startPrometheus({ targets: [], rippleTargets: [`127.0.0.1:${cli!.opsPort}`, `127.0.0.1:${webhook.opsPort}`], scrapeIntervalMs: 1000 });
     await prom.waitForTargetsUp(60_000);
     const p = prom;
     const resultSchema = z.object({ status: z.string(), data: z.object({ result: z.array(z.unknown()) }).optional(), error: z.string().optional() }).passthrough();

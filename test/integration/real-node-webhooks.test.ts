@@ -1,10 +1,12 @@
 import { AdmissionregistrationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONTROL_LABEL, perIdKey, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
+import { GRACE_DELETE_ADAPTER, GRACE_DELETE_ANNOTATION } from '../../functions/ops-lifecycle/admission/grace-delete.js';
+import { CONTROL_LABEL, Label, perIdKey, SERVICE_READY_CONDITION } from '../../functions/ops-lifecycle/protocol/index.js';
 import { generateCa, issueServingCertificate, type CertificateAuthority } from '../../runtime/webhook/certs.js';
 import { realNode } from '../../sandbox/real-node.js';
 import { isReady } from '../fixtures/modelserving-fixtures.js';
 import { goClient } from '../fixtures/ops-lifecycle-go-client.js';
+import { createControlledPod, recordPod, waitServing } from '../fixtures/ops-lifecycle-pods.js';
 import { RIPPLE_VERSION, RippleRelease } from '../harness/ripple-release.js';
 import { openSandbox, waitFor, type TestSandbox } from '../harness/sandbox.js';
 
@@ -21,10 +23,43 @@ let ca: CertificateAuthority;
 const SECRET = 'webhook-serving-tls';
 const gatesOf = (p: V1Pod) => (p.spec?.readinessGates ?? []).map((g) => g.conditionType);
 
-function webhookValues(caBundle: string): Record<string, unknown> {
+function webhookValues(caBundle: string, graceDelete = false): Record<string, unknown> {
   // all-in-one beside the webhook: two pods on 2 cores. The release reconciles only the test's namespace, so
   // the chart scopes the registration to it (a cluster-wide Fail gate would refuse other tests' Pods).
-  return { mode: 'all-in-one', webhooks: { enabled: true, replicas: 1, certificate: { existingSecret: SECRET, caBundle } } };
+  // GraceDelete without a token: the sandbox's API server has no AdmissionConfiguration to send one with.
+  return {
+    mode: 'all-in-one',
+    webhooks: { enabled: true, replicas: 1, certificate: { existingSecret: SECRET, caBundle }, ...(graceDelete ? { graceDelete: { enabled: true, allowUnauthenticated: true } } : {}) },
+  };
+}
+
+/** The webhook pod now running (a changed value rolls it). */
+async function webhookPod(): Promise<V1Pod> {
+  const pods = (await sb.core.listNamespacedPod({ namespace: sb.namespace, labelSelector: `app.kubernetes.io/instance=${release.name},app.kubernetes.io/component=webhook` })).items;
+  const running = pods.filter((p) => p.metadata?.deletionTimestamp === undefined && isReady(p));
+  expect(running, 'one Ready webhook pod').toHaveLength(1);
+  return running[0]!;
+}
+
+/** The webhook pod's /metrics, read the way the PodMonitor scrapes it: the container port named `ops`, by Pod IP. */
+async function webhookMetrics(): Promise<string> {
+  const pod = await webhookPod();
+  const port = pod.spec?.containers[0]?.ports?.find((p) => p.name === 'ops')?.containerPort;
+  expect(port, 'the webhook pod declares an ops port').toBeDefined();
+  const answer = await fetch(`http://${pod.status?.podIP}:${port}/metrics`);
+  expect(answer.status).toBe(200);
+  return answer.text();
+}
+
+/** The value of one sample of an exposition text, by name and (a subset of) its labels; 0 when absent. */
+function sampleOf(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const has = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1]!, l[2]!]));
+    if (Object.entries(labels).every(([k, v]) => has[k] === v)) return Number(m[3]);
+  }
+  return 0;
 }
 
 /** A Pod the webhooks select (or not); only the webhook can have put the gate on it by the time create answers. */
@@ -96,6 +131,58 @@ describe('the chart’s admission webhooks as a function pod on the real node', 
     // pod-lifecycle (UPDATE): kuperator's Begin answered with pre-check in the same write.
     const begun = await goClient(sb).begin('gated', { id: 'chart', type: 'update' });
     expect(begun?.metadata?.labels).toHaveProperty(perIdKey('preCheck', 'chart'));
+  });
+
+  it('the webhook pod exports its admission metrics on its ops port: the reviews the API server just sent, by webhook, operation and result', async () => {
+    const text = await webhookMetrics();
+    const gate = 'pod-readiness-gate.ops-lifecycle.ripple.dev';
+    const lifecycle = 'pod-lifecycle.ops-lifecycle.ripple.dev';
+    // The gate added at CREATE (the probes and `gated`), the Begin answered with pre-check.
+    expect(sampleOf(text, 'ripple_admission_reviews_total', { webhook: gate, operation: 'CREATE', result: 'patched' })).toBeGreaterThanOrEqual(2);
+    expect(sampleOf(text, 'ripple_admission_reviews_total', { webhook: lifecycle, operation: 'UPDATE', result: 'patched' })).toBeGreaterThanOrEqual(1);
+    expect(sampleOf(text, 'ripple_admission_review_duration_seconds_count', { webhook: gate, operation: 'CREATE' })).toBeGreaterThanOrEqual(2);
+    expect(sampleOf(text, 'process_resident_memory_bytes', {}), 'the process metrics every Ripple pod exports').toBeGreaterThan(0);
+  });
+
+  it('with webhooks.graceDelete.enabled a DELETE of a serving controlled Pod is refused, taken through the lifecycle, and the lifecycle deletes the Pod', async () => {
+    const took = release.install(webhookValues(ca.certPem, true));
+    console.log(`real-node webhooks: helm upgrade to GraceDelete took ${(took / 1000).toFixed(1)} s`);
+    const ref = await createControlledPod(sb, 'doomed');
+    await waitServing(sb, ref);
+    // The new registration reaches the API server's webhook informer asynchronously: a dry-run DELETE is refused
+    // once it is active, and writes nothing (the webhook is NoneOnDryRun).
+    await waitFor('the pod-grace-delete webhook to be active', 60_000, async () =>
+      sb.core.deleteNamespacedPod({ name: 'doomed', namespace: sb.namespace, dryRun: 'All' }).then(
+        () => false,
+        (e: unknown) => /deletion is underway through PodOpsLifecycle/.test(errorText(e)),
+      ), 500);
+    expect((await sb.core.readNamespacedPod({ name: 'doomed', namespace: sb.namespace })).metadata?.labels, 'a dry run begins nothing').not.toHaveProperty(perIdKey('operating', GRACE_DELETE_ADAPTER.id));
+    const rec = await recordPod(sb, 'doomed');
+    try {
+      const refusal = await sb.core.deleteNamespacedPod({ name: 'doomed', namespace: sb.namespace }).then(
+        () => undefined,
+        (e: unknown) => errorText(e),
+      );
+      expect(refusal, 'the DELETE refused by the webhook pod').toMatch(/deletion is underway through PodOpsLifecycle/);
+      // Begun by the webhook pod with its own ServiceAccount (pods get, patch), marked as GraceDelete's.
+      const begun = (await sb.core.readNamespacedPod({ name: 'doomed', namespace: sb.namespace })).metadata;
+      expect(begun?.labels?.[perIdKey('operationType', GRACE_DELETE_ADAPTER.id)]).toBe('delete');
+      expect(begun?.labels).toHaveProperty(Label.preparingToDelete);
+      expect(begun?.annotations?.[GRACE_DELETE_ANNOTATION]).toBe(begun?.labels?.[perIdKey('operating', GRACE_DELETE_ADAPTER.id)]);
+      // No second DELETE: the release's lifecycle drains the Pod, grants operate and deletes it (pods delete, the chart's grant).
+      await waitFor('the lifecycle to delete the Pod', 60_000, async () => {
+        const found = await sb.core.readNamespacedPod({ name: 'doomed', namespace: sb.namespace }).catch(() => undefined);
+        return found === undefined || found.metadata?.deletionTimestamp !== undefined;
+      });
+      const firstDeleting = rec.snapshots.findIndex((s) => s.deleting);
+      const before = firstDeleting === -1 ? rec.snapshots : rec.snapshots.slice(0, firstDeleting);
+      expect(before.some((s) => perIdKey('operate', GRACE_DELETE_ADAPTER.id) in s.labels), 'operate granted before the delete').toBe(true);
+      await waitFor('the GraceDeleted Event', 30_000, async () => (await sb.core.listNamespacedEvent({ namespace: sb.namespace, fieldSelector: 'involvedObject.name=doomed' })).items.some((e) => e.reason === 'GraceDeleted'));
+    } finally {
+      rec.stop();
+    }
+    // The refusal is counted by the webhook pod that made it.
+    expect(sampleOf(await webhookMetrics(), 'ripple_admission_reviews_total', { webhook: 'pod-grace-delete.ops-lifecycle.ripple.dev', operation: 'DELETE', result: 'denied' })).toBeGreaterThanOrEqual(1);
   });
 
   it('with a CA bundle that did not sign the pod’s certificate the API server refuses controlled Pods with a TLS error (failurePolicy Fail)', async () => {
