@@ -1,4 +1,4 @@
-import { Agent, fetch as undiciFetch } from 'undici';
+import { Agent, fetch as undiciFetch, type RequestInit, type Response } from 'undici';
 import { z } from 'zod';
 import type { KeyedWorkerOptions } from '../queue/worker.js';
 import { ConnectivityError, TerminalError } from '../base/errors.js';
@@ -55,7 +55,7 @@ export interface HttpReconcileOptions {
    * from zero that hung for undici's 10 s while the new pod was Ready.
    */
   connectTimeoutMs?: number;
-  fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  fetch?: DispatchFetch;
   /**
    * How long the function replica that may still be running this key holds its key lease (keyLeaseLeft): after a
    * failed call the dispatcher keeps the key that long before it lets the retry go, so a replica that is slow or
@@ -135,14 +135,16 @@ export function httpReconcile(opts: HttpReconcileOptions): KeyedWorkerOptions['r
   };
 }
 
+/** How a call is sent: undici's fetch (the package's, as client-node's; Node's built-in one takes no connect timeout). */
+export type DispatchFetch = (url: string, init: RequestInit) => Promise<Response>;
+
 /** fetch through a connection pool of the dispatcher's own, whose connects give up after connectTimeoutMs. */
-function dispatchFetch(connectTimeoutMs: number): (url: string, init: RequestInit) => Promise<Response> {
+function dispatchFetch(connectTimeoutMs: number): DispatchFetch {
   const dispatcher = new Agent({ connect: { timeout: connectTimeoutMs } });
-  // undici's own fetch (the package's, as client-node uses): its Response is the one Node's fetch returns, typed apart.
-  return async (url, init) => (await undiciFetch(url, { ...init, dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as Response;
+  return (url, init) => undiciFetch(url, { ...init, dispatcher });
 }
 
-function post(opts: HttpReconcileOptions, shownUrl: string, doFetch: (url: string, init: RequestInit) => Promise<Response>): KeyedWorkerOptions['reconcile'] {
+function post(opts: HttpReconcileOptions, shownUrl: string, doFetch: DispatchFetch): KeyedWorkerOptions['reconcile'] {
   return async ({ key, reason, reconcileId, log, signal, minResourceVersion, token }) => {
     const headers: Record<string, string> = {
       'content-type': 'application/json',

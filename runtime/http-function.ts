@@ -300,11 +300,14 @@ export function httpFunction(opts: HttpFunctionOptions): HttpFunction {
   const app = new Hono();
   const answer = (c: Context, code: 200 | 400 | 401 | 415 | 422 | 429 | 500 | 503, body: ReconcileResponse) => {
     requests?.inc({ function: fn, status: body.status });
-    // Shutting down, every answer ends its connection: a client must not send its next call on a connection the
-    // server is about to close (it could not tell whether that call ran).
-    if (draining) c.header('Connection', 'close');
     return c.json(body, code);
   };
+  // Shutting down, every answer ends its connection (reconciles, probes, scrapes alike): a client must not send its
+  // next request on a connection the server is about to close (it could not tell whether a call sent so ran).
+  app.use('*', async (c, next) => {
+    await next();
+    if (draining) c.res.headers.set('Connection', 'close');
+  });
   // Anything that escapes a route (Redis failing while the lease is taken): the same generic 500.
   app.onError((err, c) => {
     if (err instanceof HTTPException) return err.getResponse();

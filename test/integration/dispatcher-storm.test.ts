@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { Registry } from 'prom-client';
 import { KubeConfig } from '@kubernetes/client-node';
+import { Response } from 'undici';
 import { WorkQueue } from '../../queue/work-queue.js';
 import { httpReconcile, parseDispatchTargets } from '../../runtime/dispatcher.js';
 import { FunctionHost } from '../../runtime/host.js';
