@@ -164,7 +164,7 @@ ripple_image() {
   mapfile -t inputs < <(cd "$root" && sed -n 's|^!\(.*[^/]\)/\{0,1\}$|\1|p' "$ignore" | xargs -r -I{} find {} -type f 2>/dev/null | grep -v -e '\.test\.ts$' -e 'test-fixtures\.ts$' -e 'test-helpers\.ts$' | sort)
   stamp="$( (cd "$root" && cat "${inputs[@]}" infra/deploy/Dockerfile "$ignore" "$out/.node-base-stamp"; declare -f ripple_image buildah_archive; echo "$image") | sha256sum | cut -c1-16)"
   if current ripple "$stamp"; then say "$image is current"; return; fi
-  command -v buildah >/dev/null || { echo "images: buildah is required (apt-get install buildah; scripts/ensure-deps.sh installs it with RIPPLE_REAL_NODE=1)" >&2; exit 1; }
+  need_buildah
   say "loading $base into buildah's storage ($store)"
   "${bh[@]}" pull --quiet "oci-archive:$out/node-base.tar" >/dev/null
   "${bh[@]}" tag "$("${bh[@]}" images --noheading --format '{{.ID}}' --filter "reference=$base" | sed -n 1p)" "$base"
@@ -180,6 +180,10 @@ ripple_image() {
   buildah_archive "$image" "$out/ripple.tar"
   echo "$stamp" > "$out/.ripple-stamp"
   say "$image: $(du -h "$out/ripple.tar" | cut -f1) archive, $("${bh[@]}" images --noheading --format '{{.Size}}' "$image") unpacked"
+}
+
+need_buildah() {
+  command -v buildah >/dev/null || { echo "images: buildah is required (apt-get install buildah; scripts/ensure-deps.sh installs it with RIPPLE_REAL_NODE=1)" >&2; exit 1; }
 }
 
 # buildah_archive IMAGE OUT: an image of buildah's storage as an OCI archive whose index names the image in
@@ -218,7 +222,7 @@ custom_function_image() {
   cp "$example/Dockerfile" "$example/.dockerignore" "$ctx/"
   node "$root/node_modules/typescript/bin/tsc" -p "$example/tsconfig.json" --noCheck --outDir "$ctx/dist"
   # The base is the archive's image (what the node runs as Ripple's), loaded again when the storage lacks it.
-  command -v buildah >/dev/null || { echo "images: buildah is required (apt-get install buildah; scripts/ensure-deps.sh installs it with RIPPLE_REAL_NODE=1)" >&2; exit 1; }
+  need_buildah
   if ! "${bh[@]}" inspect --type image "$base" >/dev/null 2>&1; then
     "${bh[@]}" tag "$("${bh[@]}" pull --quiet "oci-archive:$out/ripple.tar")" "$base"
   fi
