@@ -73,6 +73,17 @@ node -e '
   for (const f of files) {
     if (!fs.existsSync(f)) { failed++; continue; }
     const r = JSON.parse(fs.readFileSync(f, "utf8"));
+    // Name every failure again at the end: CI keeps only the tail of a long log.
+    for (const file of r.testResults ?? []) {
+      const where = file.name.replace(process.cwd() + "/", "");
+      const tests = (file.assertionResults ?? []).filter((t) => t.status === "failed");
+      if (tests.length === 0 && file.status === "failed") {
+        console.log(`FAILED ${where}: ${(file.message ?? "").split("\n")[0].slice(0, 400)}`);
+      }
+      for (const t of tests) {
+        console.log(`FAILED ${where} > ${t.fullName}: ${(t.failureMessages?.[0] ?? "").split("\n")[0].slice(0, 400)}`);
+      }
+    }
     passed += r.numPassedTests;
     failed += r.numFailedTests + (r.numFailedTestSuites > 0 && r.numFailedTests === 0 ? r.numFailedTestSuites : 0);
     total += r.numTotalTests;
