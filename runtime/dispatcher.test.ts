@@ -1,5 +1,6 @@
+import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { ReconcileInfo } from '../queue/worker.js';
@@ -79,4 +80,56 @@ describe('httpReconcile on a refused connection', () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
+});
+
+/**
+ * A loopback port whose connects hang: a listener (backlog 1) in a child process whose event loop is blocked, so it
+ * never accepts. The kernel completes connections into the accept queue until it is full (made here), then drops
+ * every further SYN, as a black-holed address does: a client's connect waits for its own timeout.
+ */
+async function hangingPort(): Promise<{ port: number; stop: () => void }> {
+  const child = spawn(
+    process.execPath,
+    ['-e', "const s=require('net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>{console.log(s.address().port);Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0)})"],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    child.once('exit', (code) => reject(new Error(`the listener exited (${code})`)));
+  });
+  const sockets: Socket[] = [];
+  const stop = (): void => {
+    for (const s of sockets) s.destroy();
+    child.kill('SIGKILL');
+  };
+  // Fill the queue: connect until a connect does not complete (Linux queues backlog + 1).
+  for (let i = 0; i < 8; i++) {
+    const socket = connect(port, '127.0.0.1');
+    sockets.push(socket);
+    const connected = await new Promise<boolean>((resolve) => {
+      socket.once('connect', () => resolve(true)).once('error', () => resolve(false));
+      setTimeout(() => resolve(false), 500);
+    });
+    if (!connected) return { port, stop };
+  }
+  stop();
+  throw new Error(`every connect to 127.0.0.1:${port} completed: the accept queue never filled`);
+}
+
+describe('httpReconcile on a connect that hangs', () => {
+  it('gives up after its connect timeout (2 s, not undici\'s 10 s) and the job goes back unrun', async () => {
+    const { port, stop } = await hangingPort();
+    try {
+      let told = 0;
+      const started = Date.now();
+      const outcome = await httpReconcile({ fn: 'f', url: `http://127.0.0.1:${port}`, timeoutMs: 30_000, onUndelivered: () => void told++ })(info());
+      const tookMs = Date.now() - started;
+      expect(outcome).toEqual({ unrun: true });
+      expect(told).toBe(1);
+      expect(tookMs).toBeGreaterThanOrEqual(1_900);
+      expect(tookMs).toBeLessThan(6_000);
+    } finally {
+      stop();
+    }
+  }, 20_000);
 });
