@@ -102,11 +102,7 @@ export async function startKeda(opts: KedaOptions): Promise<RunningKeda> {
     const certDir = path.join(dir, 'certs');
     const leaf = issueLeaf(ca, certDir, ['127.0.0.1', 'localhost', `keda-operator.${KEDA_NAMESPACE}.svc`, `${SERVICE}.${KEDA_NAMESPACE}.svc`]);
 
-    // Five distinct ports: freePort() may hand the same one out twice (bound, closed, handed out again), and the cold
-    // CI's adapter died on it ('listen tcp :34383: bind: address already in use', the operator's metrics port).
-    const ports = new Set<number>();
-    while (ports.size < 5) ports.add(await freePort());
-    const [grpcPort, probePort, operatorMetricsPort, securePort, adapterMetricsPort] = [...ports] as [number, number, number, number, number];
+    const [grpcPort, probePort, operatorMetricsPort, securePort, adapterMetricsPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       KUBECONFIG: opts.kubeconfig,
